@@ -1,0 +1,197 @@
+/**
+ * The persistence contract an elector needs, and the errors it speaks.
+ *
+ * A store keeps one row per election. Every method derives all of its
+ * timestamps, including the returned `Lease.now`, from the database server
+ * within one statement, and none relies on session state (advisory locks,
+ * LISTEN/NOTIFY, SET, temporary tables, named prepared statements), so every
+ * store works unchanged behind a transaction-pooling proxy such as PgBouncer.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import type { Lease } from "./Lease.js"
+
+/**
+ * The store operation an error came from.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Operation = "acquire" | "renew" | "release" | "inspect" | "ensureSchema"
+
+/**
+ * A renewal's guard (name, holder, fence, not yet expired on the database
+ * clock) matched no row: the caller is not the leader any more and must stop
+ * acting as one before doing anything else.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { Store } from "effect-leaderelection"
+ *
+ * const error = new Store.LeaseLost({ name: "jobs", identity: "a", fence: 3n })
+ * console.log(error.message)
+ * ```
+ */
+export class LeaseLost extends Data.TaggedError("LeaseLost")<{
+  readonly name: string
+  readonly identity: string
+  readonly fence: bigint
+}> {
+  override get message(): string {
+    return `lease "${this.name}" is no longer held by ${this.identity} under fence ${this.fence}`
+  }
+}
+
+/**
+ * `inspect` found no record for the election. It means nobody has ever led
+ * here, not that the lease is free, although both are claimable.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { Store } from "effect-leaderelection"
+ *
+ * new Store.NoLease({ name: "jobs" }).message // 'no lease record for "jobs"'
+ * ```
+ */
+export class NoLease extends Data.TaggedError("NoLease")<{
+  readonly name: string
+}> {
+  override get message(): string {
+    return `no lease record for "${this.name}"`
+  }
+}
+
+/**
+ * A store call failed, or its outcome is unknown. `retryable` says whether the
+ * condition can fix itself (connection reset, timeout, read-only replica,
+ * lock timeout) or needs an operator (missing table, no privilege, bad
+ * credentials). Both stop the election until they clear.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { Store } from "effect-leaderelection"
+ *
+ * const error = new Store.StoreError({
+ *   operation: "renew",
+ *   retryable: true,
+ *   reason: "connection reset",
+ *   cause: undefined
+ * })
+ * Store.isRetryable(error) // true
+ * ```
+ */
+export class StoreError extends Data.TaggedError("StoreError")<{
+  readonly operation: Operation
+  readonly retryable: boolean
+  readonly reason: string
+  readonly code?: string | undefined
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const code = this.code === undefined ? "" : ` [${this.code}]`
+    const kind = this.retryable ? "retryable" : "fatal"
+    return `${this.operation} failed (${kind})${code}: ${this.reason}`
+  }
+}
+
+/**
+ * Whether `u` is a {@link StoreError} that can fix itself.
+ *
+ * @since 0.1.0
+ * @category refinements
+ * @example
+ * ```ts
+ * import { Store } from "effect-leaderelection"
+ *
+ * declare const error: unknown
+ * if (Store.isRetryable(error)) console.log("will retry")
+ * ```
+ */
+export const isRetryable = (u: unknown): u is StoreError => isStoreError(u) && u.retryable
+
+/**
+ * Whether `u` is a {@link StoreError} that needs an operator: alert on it.
+ *
+ * @since 0.1.0
+ * @category refinements
+ * @example
+ * ```ts
+ * import { Store } from "effect-leaderelection"
+ *
+ * declare const error: unknown
+ * if (Store.isFatal(error)) console.error("page someone")
+ * ```
+ */
+export const isFatal = (u: unknown): u is StoreError => isStoreError(u) && !u.retryable
+
+/**
+ * @since 0.1.0
+ * @category refinements
+ */
+export const isStoreError = (u: unknown): u is StoreError => Predicate.isTagged(u, "StoreError")
+
+/**
+ * The operations of a lease store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StoreShape {
+  /**
+   * Starts or continues a term for `identity`, the lease expiring `ttl` after
+   * the database's now. It takes over when the record is missing, expired, or
+   * already held by `identity`; otherwise the record is left untouched.
+   * Either way it returns the resulting record: losing is not an error.
+   */
+  readonly acquire: (
+    name: string,
+    identity: string,
+    ttl: Duration.Duration,
+    payload: Uint8Array | null
+  ) => Effect.Effect<Lease, StoreError>
+  /**
+   * Extends a lease the caller believes it holds, guarded by name, holder and
+   * fence together, and only while it has not expired on the database clock.
+   */
+  readonly renew: (
+    name: string,
+    identity: string,
+    fence: bigint,
+    ttl: Duration.Duration,
+    payload: Uint8Array | null
+  ) => Effect.Effect<Lease, LeaseLost | StoreError>
+  /**
+   * Ends a term early so a successor need not wait for expiry, guarded by
+   * holder and fence. The record is kept, expired, so its fence keeps counting.
+   * Releasing a lease the caller no longer holds succeeds.
+   */
+  readonly release: (name: string, identity: string, fence: bigint) => Effect.Effect<void, StoreError>
+  /** Reads the record without changing it. */
+  readonly inspect: (name: string) => Effect.Effect<Lease, NoLease | StoreError>
+}
+
+/**
+ * The lease store service.
+ *
+ * @since 0.1.0
+ * @category tags
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Store } from "effect-leaderelection"
+ *
+ * const whoLeads = Effect.flatMap(Store.Store, (store) => store.inspect("jobs"))
+ * ```
+ */
+export class Store extends Context.Tag("effect-leaderelection/Store")<Store, StoreShape>() {}

@@ -1,0 +1,206 @@
+/**
+ * The in-memory reference store. It elects among fibers of one process, so it
+ * is no substitute for a real database across processes; it exists to test
+ * applications and the elector itself, and to pin down the store contract
+ * that every real store is held to by the same acceptance suite.
+ *
+ * Its "database clock" is a {@link DatabaseClock}: by default it follows
+ * Effect's `Clock` (so `TestClock` drives it) and it can be offset, run at
+ * another rate and stepped backwards, the way a real server's clock can
+ * disagree with its clients'.
+ *
+ * @since 0.1.0
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { Lease } from "../Lease.js"
+import { LeaseLost, NoLease, Store, type StoreShape } from "../Store.js"
+
+/**
+ * The clock a {@link make | MemoryStore} stamps its records with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DatabaseClock {
+  /** The database's current time. */
+  readonly now: Effect.Effect<Date>
+  /** Steps the clock backwards, as an NTP correction might. */
+  readonly stepBack: (amount: Duration.DurationInput) => Effect.Effect<void>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface DatabaseClockOptions {
+  /** How far the database clock is ahead of the local one (negative: behind). */
+  readonly offset?: Duration.DurationInput | undefined
+  /** Database seconds per local second. Defaults to 1. */
+  readonly rate?: number | undefined
+}
+
+/**
+ * Builds a database clock from the `Clock` in the environment at the time it
+ * is made. The clock is captured once, so callers that run with other clocks
+ * (say, at other rates) all see the same database time.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { MemoryStore } from "effect-leaderelection"
+ *
+ * const program = Effect.gen(function* () {
+ *   const clock = yield* MemoryStore.makeClock({ offset: "3 days" })
+ *   const store = yield* MemoryStore.make({ clock })
+ *   return store
+ * })
+ * ```
+ */
+export const makeClock = (options: DatabaseClockOptions = {}): Effect.Effect<DatabaseClock> =>
+  Effect.gen(function*() {
+    const local = yield* Effect.clock
+    const origin = yield* local.currentTimeMillis
+    const offset = Duration.toMillis(options.offset ?? Duration.zero)
+    const rate = options.rate ?? 1
+    let steppedBack = 0
+    return {
+      now: Effect.map(local.currentTimeMillis, (millis) =>
+        new Date(Math.floor(origin + offset + (millis - origin) * rate - steppedBack))),
+      stepBack: (amount) =>
+        Effect.sync(() => {
+          steppedBack += Duration.toMillis(amount)
+        })
+    }
+  })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface MemoryStoreOptions {
+  /** The database clock. Defaults to `makeClock()` on the ambient `Clock`. */
+  readonly clock?: DatabaseClock | undefined
+}
+
+interface Row {
+  readonly holder: string
+  readonly fence: bigint
+  readonly payload: Uint8Array | null
+  readonly acquiredAt: number
+  readonly renewedAt: number
+  readonly expiresAt: number
+}
+
+const toLease = (name: string, row: Row, now: number): Lease => ({
+  name,
+  holder: row.holder,
+  fence: row.fence,
+  payload: row.payload,
+  acquiredAt: new Date(row.acquiredAt),
+  renewedAt: new Date(row.renewedAt),
+  expiresAt: new Date(row.expiresAt),
+  now: new Date(now)
+})
+
+/**
+ * Builds an in-memory store. Every operation is atomic and linearizable: it
+ * reads the database clock and applies its change under one lock.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { MemoryStore } from "effect-leaderelection"
+ *
+ * const lease = MemoryStore.make().pipe(
+ *   Effect.flatMap((store) => store.acquire("jobs", "a", "15 seconds", null))
+ * )
+ * ```
+ */
+export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape> =>
+  Effect.gen(function*() {
+    const clock = options.clock ?? (yield* makeClock())
+    const rows = new Map<string, Row>()
+    const lock = yield* Effect.makeSemaphore(1)
+    const atomically = <A, E>(f: (now: number) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      lock.withPermits(1)(Effect.flatMap(clock.now, (now) => f(now.getTime())))
+
+    return {
+      acquire: (name, identity, ttl, payload) =>
+        atomically((now) =>
+          Effect.sync(() => {
+            const row = rows.get(name)
+            const expiresAt = now + Duration.toMillis(ttl)
+            if (row === undefined || row.expiresAt <= now) {
+              const next: Row = {
+                holder: identity,
+                fence: (row?.fence ?? 0n) + 1n,
+                payload,
+                acquiredAt: now,
+                renewedAt: now,
+                expiresAt
+              }
+              rows.set(name, next)
+              return toLease(name, next, now)
+            }
+            if (row.holder === identity) {
+              const next: Row = { ...row, payload, renewedAt: now, expiresAt }
+              rows.set(name, next)
+              return toLease(name, next, now)
+            }
+            return toLease(name, row, now)
+          })
+        ),
+      renew: (name, identity, fence, ttl, payload) =>
+        atomically((now) => {
+          const row = rows.get(name)
+          if (row === undefined || row.holder !== identity || row.fence !== fence || row.expiresAt <= now) {
+            return Effect.fail(new LeaseLost({ name, identity, fence }))
+          }
+          const next: Row = { ...row, payload, renewedAt: now, expiresAt: now + Duration.toMillis(ttl) }
+          rows.set(name, next)
+          return Effect.succeed(toLease(name, next, now))
+        }),
+      release: (name, identity, fence) =>
+        atomically((now) =>
+          Effect.sync(() => {
+            const row = rows.get(name)
+            if (row !== undefined && row.holder === identity && row.fence === fence && row.expiresAt > now) {
+              rows.set(name, { ...row, expiresAt: now })
+            }
+          })
+        ),
+      inspect: (name) =>
+        atomically((now) => {
+          const row = rows.get(name)
+          return row === undefined
+            ? Effect.fail(new NoLease({ name }))
+            : Effect.succeed(toLease(name, row, now))
+        })
+    }
+  })
+
+/**
+ * The in-memory store as a layer. Every participant that should take part in
+ * the same elections must be given the same layer value (layers are shared
+ * by reference), or the same `StoreShape` from {@link make}.
+ *
+ * @since 0.1.0
+ * @category layers
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { Elector, MemoryStore } from "effect-leaderelection"
+ *
+ * const ElectorLive = Elector.layer({ name: "jobs" }).pipe(
+ *   Layer.provide(MemoryStore.layer())
+ * )
+ * ```
+ */
+export const layer = (options: MemoryStoreOptions = {}): Layer.Layer<Store> => Layer.effect(Store, make(options))
+

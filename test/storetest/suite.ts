@@ -1,0 +1,297 @@
+/**
+ * The acceptance suite every store runs, unchanged: the in-memory reference,
+ * PostgreSQL direct and through PgBouncer, MariaDB. It pins down the contract
+ * that the elector's safety argument rests on, so that no store can drift
+ * into dialect-specific semantics.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Either, Layer, TestClock, TestContext } from "effect"
+import * as fc from "fast-check"
+import * as Lease from "../../src/Lease.js"
+import * as Store from "../../src/Store.js"
+import { modelCommands, runModel } from "./model.js"
+
+export interface StoreHarness {
+  /** Shown in the test names. */
+  readonly name: string
+  /** Built afresh for every test and every model run. */
+  readonly layer: Layer.Layer<Store.Store, unknown>
+  /**
+   * true when the store's clock is a real server's: time passes by sleeping.
+   * false when it follows Effect's Clock: time passes through TestClock.
+   */
+  readonly live: boolean
+  /** Model runs; live stores sleep through every expiry, so they get fewer. */
+  readonly modelRuns?: number
+}
+
+let counter = 0
+/** Election names unique to this process and run, so suites can share a table. */
+export const uniqueName = (label: string): string =>
+  `storetest-${label}-${process.pid}-${Date.now().toString(36)}-${(counter++).toString(36)}`
+
+const bytes = (...values: Array<number>) => new Uint8Array(values)
+
+export const storeSuite = (harness: StoreHarness): void => {
+  const test = harness.live ? it.scopedLive : it.scoped
+  // Short leases are what a test waits out; long ones never expire during a test.
+  const short = harness.live ? Duration.millis(400) : Duration.seconds(2)
+  const long = Duration.minutes(5)
+  const elapse = (d: Duration.Duration) => harness.live ? Effect.sleep(d) : TestClock.adjust(d)
+  const pastShort = Duration.sum(short, harness.live ? Duration.millis(300) : Duration.millis(1))
+  const withStore = <A, E>(f: (store: Store.StoreShape) => Effect.Effect<A, E>) =>
+    Effect.flatMap(Store.Store, f).pipe(Effect.provide(harness.layer))
+
+  describe(`store contract: ${harness.name}`, () => {
+    test("inspect of a missing record fails with NoLease", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("missing")
+          const error = yield* Effect.flip(store.inspect(name))
+          expect(error._tag).toBe("NoLease")
+          expect(error).toMatchObject({ name })
+        })
+      ))
+
+    test("a fresh acquire starts the first term with a TTL from the database clock", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("fresh")
+          const lease = yield* store.acquire(name, "a", Duration.seconds(15), null)
+          expect(lease.name).toBe(name)
+          expect(lease.holder).toBe("a")
+          expect(lease.fence).toBe(1n)
+          expect(Lease.isHeldBy(lease, "a")).toBe(true)
+          expect(lease.acquiredAt.getTime()).toBe(lease.now.getTime())
+          expect(lease.renewedAt.getTime()).toBe(lease.now.getTime())
+          // Expiry and now come from one clock read: the difference is what was asked.
+          expect(Math.abs(Duration.toMillis(Lease.ttl(lease)) - 15_000)).toBeLessThanOrEqual(1)
+          const seen = yield* store.inspect(name)
+          expect(seen).toMatchObject({ holder: "a", fence: 1n, payload: null })
+          expect(seen.expiresAt.getTime()).toBe(lease.expiresAt.getTime())
+        })
+      ))
+
+    test("a held lease is not taken over, and the loser learns who holds it", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("held")
+          const first = yield* store.acquire(name, "a", long, bytes(1))
+          const second = yield* store.acquire(name, "b", long, bytes(2))
+          expect(second.holder).toBe("a")
+          expect(second.fence).toBe(first.fence)
+          expect(second.payload).toEqual(bytes(1))
+          expect(Lease.isHeldBy(second, "b")).toBe(false)
+          expect(second.expiresAt.getTime()).toBe(first.expiresAt.getTime())
+        })
+      ))
+
+    test("the holder acquiring again continues its term under the same fence", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("again")
+          const first = yield* store.acquire(name, "a", short, null)
+          yield* elapse(Duration.millis(10))
+          const again = yield* store.acquire(name, "a", long, bytes(9))
+          expect(again.fence).toBe(first.fence)
+          expect(again.acquiredAt.getTime()).toBe(first.acquiredAt.getTime())
+          expect(again.renewedAt.getTime()).toBeGreaterThan(first.renewedAt.getTime())
+          expect(again.expiresAt.getTime()).toBeGreaterThan(first.expiresAt.getTime())
+          expect(again.payload).toEqual(bytes(9))
+        })
+      ))
+
+    test("concurrent acquires elect exactly one holder", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("race")
+          const contenders = Array.from({ length: 12 }, (_, i) => `c${i}`)
+          const results = yield* Effect.all(
+            contenders.map((who) => store.acquire(name, who, long, null)),
+            { concurrency: "unbounded" }
+          )
+          const winners = results.filter((lease, i) => Lease.isHeldBy(lease, contenders[i]!))
+          expect(winners).toHaveLength(1)
+          for (const lease of results) {
+            expect(lease.holder).toBe(winners[0]!.holder)
+            expect(lease.fence).toBe(1n)
+          }
+        })
+      ))
+
+    test("concurrent takeovers of an expired lease elect exactly one and advance the fence once", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("takeover-race")
+          yield* store.acquire(name, "old", short, null)
+          yield* elapse(pastShort)
+          const contenders = Array.from({ length: 12 }, (_, i) => `c${i}`)
+          const results = yield* Effect.all(
+            contenders.map((who) => store.acquire(name, who, long, null)),
+            { concurrency: "unbounded" }
+          )
+          const winners = results.filter((lease, i) => Lease.isHeldBy(lease, contenders[i]!))
+          expect(winners).toHaveLength(1)
+          expect(new Set(results.map((lease) => lease.fence))).toEqual(new Set([2n]))
+          expect((yield* store.inspect(name)).holder).toBe(winners[0]!.holder)
+        })
+      ))
+
+    test("the fence advances exactly when an expired lease is reclaimed, even by its holder", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("reclaim")
+          const first = yield* store.acquire(name, "a", short, null)
+          yield* elapse(pastShort)
+          const expired = yield* store.inspect(name)
+          expect(Lease.isExpired(expired)).toBe(true)
+          expect(Duration.toMillis(Lease.ttl(expired))).toBe(0)
+          const byOther = yield* store.acquire(name, "b", short, null)
+          expect(byOther).toMatchObject({ holder: "b", fence: first.fence + 1n })
+          expect(byOther.acquiredAt.getTime()).toBeGreaterThan(first.acquiredAt.getTime())
+          yield* elapse(pastShort)
+          const byHolder = yield* store.acquire(name, "b", long, null)
+          expect(byHolder).toMatchObject({ holder: "b", fence: first.fence + 2n })
+        })
+      ))
+
+    test("renew extends the term and keeps the fence", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("renew")
+          const lease = yield* store.acquire(name, "a", short, bytes(1))
+          yield* elapse(Duration.millis(20))
+          const renewed = yield* store.renew(name, "a", lease.fence, long, bytes(2, 3))
+          expect(renewed.fence).toBe(lease.fence)
+          expect(renewed.acquiredAt.getTime()).toBe(lease.acquiredAt.getTime())
+          expect(renewed.renewedAt.getTime()).toBeGreaterThan(lease.renewedAt.getTime())
+          expect(Math.abs(Duration.toMillis(Lease.ttl(renewed)) - Duration.toMillis(long))).toBeLessThanOrEqual(1)
+          expect(renewed.payload).toEqual(bytes(2, 3))
+          // The short lease would have expired by now; the renewal carried it over.
+          yield* elapse(pastShort)
+          expect(Lease.isHeldBy(yield* store.inspect(name), "a")).toBe(true)
+        })
+      ))
+
+    test("renew fails with LeaseLost rather than silently succeeding when its guard does not match", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("guard")
+          const missing = yield* Effect.flip(store.renew(name, "a", 1n, long, null))
+          expect(missing).toMatchObject({ _tag: "LeaseLost", name, identity: "a", fence: 1n })
+          const lease = yield* store.acquire(name, "a", short, null)
+          const wrongHolder = yield* Effect.flip(store.renew(name, "b", lease.fence, long, null))
+          expect(wrongHolder._tag).toBe("LeaseLost")
+          const staleFence = yield* Effect.flip(store.renew(name, "a", lease.fence - 1n, long, null))
+          expect(staleFence._tag).toBe("LeaseLost")
+          const futureFence = yield* Effect.flip(store.renew(name, "a", lease.fence + 1n, long, null))
+          expect(futureFence._tag).toBe("LeaseLost")
+          yield* elapse(pastShort)
+          const expired = yield* Effect.flip(store.renew(name, "a", lease.fence, long, null))
+          expect(expired._tag).toBe("LeaseLost")
+          // None of the failed renewals changed the record.
+          const after = yield* store.inspect(name)
+          expect(after.expiresAt.getTime()).toBe(lease.expiresAt.getTime())
+          expect(after.fence).toBe(lease.fence)
+        })
+      ))
+
+    test("release hands over at once, is idempotent, and a stale release changes nothing", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("release")
+          yield* store.release(name, "nobody", 1n)
+          const a = yield* store.acquire(name, "a", long, null)
+          yield* store.release(name, "b", a.fence)
+          yield* store.release(name, "a", a.fence + 1n)
+          expect(Lease.isHeldBy(yield* store.inspect(name), "a")).toBe(true)
+          yield* store.release(name, "a", a.fence)
+          yield* store.release(name, "a", a.fence)
+          const released = yield* store.inspect(name)
+          expect(Lease.isExpired(released)).toBe(true)
+          expect(released.fence).toBe(a.fence)
+          const b = yield* store.acquire(name, "b", long, null)
+          expect(b).toMatchObject({ holder: "b", fence: a.fence + 1n })
+          // The old holder's late release must not end the new term.
+          yield* store.release(name, "a", a.fence)
+          expect(Lease.isHeldBy(yield* store.inspect(name), "b")).toBe(true)
+          const renewed = yield* Effect.either(store.renew(name, "a", a.fence, long, null))
+          expect(Either.isLeft(renewed)).toBe(true)
+        })
+      ))
+
+    test("fences never repeat across a chain of handovers", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("chain")
+          const fences: Array<bigint> = []
+          for (let i = 0; i < 8; i++) {
+            const who = `p${i % 3}`
+            const lease = yield* store.acquire(name, who, long, null)
+            expect(lease.holder).toBe(who)
+            fences.push(lease.fence)
+            yield* store.release(name, who, lease.fence)
+          }
+          expect(fences).toEqual([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n])
+        })
+      ))
+
+    test("payloads round-trip byte for byte, including null and empty", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = uniqueName("payload")
+          const all = new Uint8Array(256).map((_, i) => i)
+          const lease = yield* store.acquire(name, "a", long, all)
+          expect(lease.payload).toEqual(all)
+          expect((yield* store.inspect(name)).payload).toEqual(all)
+          const empty = yield* store.renew(name, "a", lease.fence, long, new Uint8Array(0))
+          expect(empty.payload).toEqual(new Uint8Array(0))
+          const none = yield* store.renew(name, "a", lease.fence, long, null)
+          expect(none.payload).toBeNull()
+          expect((yield* store.inspect(name)).payload).toBeNull()
+        })
+      ))
+
+    test("unrelated elections share a table without touching each other", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const one = uniqueName("one")
+          const two = uniqueName("two")
+          const a = yield* store.acquire(one, "a", long, null)
+          const b = yield* store.acquire(two, "b", long, null)
+          expect(Lease.isHeldBy(a, "a")).toBe(true)
+          expect(Lease.isHeldBy(b, "b")).toBe(true)
+          yield* store.release(one, "a", a.fence)
+          expect(Lease.isHeldBy(yield* store.inspect(two), "b")).toBe(true)
+          const c = yield* store.acquire(one, "c", long, null)
+          expect(c.fence).toBe(2n)
+          expect((yield* store.inspect(two)).fence).toBe(1n)
+        })
+      ))
+
+    test("names and identities are data, never SQL", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const name = `${uniqueName("quote")}'; DROP TABLE x; --"\\`
+          const who = `o'brien "the" \\ holder 🚀`
+          const lease = yield* store.acquire(name, who, long, null)
+          expect(lease).toMatchObject({ name, holder: who })
+          expect((yield* store.inspect(name)).holder).toBe(who)
+        })
+      ))
+
+    it.live(`operation-level model of the contract (${harness.name})`, () =>
+      Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(modelCommands, (commands) => {
+            const run = runModel(commands, { short, pastShort, long, elapse }).pipe(
+              Effect.provide(harness.layer),
+              Effect.scoped
+            )
+            return Effect.runPromise(harness.live ? run : Effect.provide(run, TestContext.TestContext))
+          }),
+          { numRuns: harness.modelRuns ?? 200 }
+        )
+      ))
+  })
+}
