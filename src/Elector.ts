@@ -1,0 +1,292 @@
+/**
+ * One participant in one election.
+ *
+ * An elector polls the store as a follower, claims the lease when it is free
+ * and, while it leads, renews it. Each term is a `Scope`: work started in it
+ * (`whileLeader`, `onStartedLeading`) is interrupted and its finalizers run
+ * the instant leadership becomes uncertain. A watchdog ends the term at a
+ * local deadline computed from the database's own view of the lease, counted
+ * from when the request was sent, less a safety margin; nothing about
+ * stepping down waits on the database.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import type * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
+import type { AlreadyRunning, ConfigError, IdentityError, LastError } from "./ElectorError.js"
+import * as config from "./internal/config.js"
+import * as internal from "./internal/elector.js"
+import { Leadership, type LeadershipShape } from "./Leadership.js"
+import type { Store } from "./Store.js"
+
+/**
+ * What a participant asks for. Every field but `name` has a default.
+ *
+ * | field | default |
+ * | --- | --- |
+ * | `identity` | `hostname-pid-random` |
+ * | `leaseDuration` | 15 seconds |
+ * | `renewInterval` | 5 seconds |
+ * | `retryPeriod` | 3 seconds, jittered |
+ * | `operationTimeout` | 3 seconds |
+ * | `safetyMargin` | leaseDuration / 10, at least 1 second |
+ * | `disableRelease` | false |
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ElectorConfig {
+  /** The election. Participants contending for one leadership share it. */
+  readonly name: string
+  /**
+   * Distinguishes this participant. Must be unique across restarts: a stable
+   * identity (say, a StatefulSet pod name) lets a restarted process renew the
+   * lease its stalled predecessor may still believe it holds.
+   */
+  readonly identity?: string | undefined
+  /** Published with the lease, readable by followers (e.g. the leader's address). */
+  readonly payload?: Uint8Array | null | undefined
+  /** How long a lease stays valid; the worst-case failover after a crash. */
+  readonly leaseDuration?: Duration.DurationInput | undefined
+  /** How often the leader extends its lease. */
+  readonly renewInterval?: Duration.DurationInput | undefined
+  /** How often a follower polls; each delay is drawn from [period/2, period). */
+  readonly retryPeriod?: Duration.DurationInput | undefined
+  /** Bounds every store call. */
+  readonly operationTimeout?: Duration.DurationInput | undefined
+  /** How early before the lease's local expiry the leader steps down. */
+  readonly safetyMargin?: Duration.DurationInput | undefined
+  /** Keep the lease on shutdown instead of releasing it. */
+  readonly disableRelease?: boolean | undefined
+  /**
+   * Runs for each term, as a fiber in the term's scope, interrupted the
+   * instant leadership becomes uncertain. Its failures are logged.
+   */
+  readonly onStartedLeading?: ((fence: bigint) => Effect.Effect<unknown, unknown>) | undefined
+  /** Runs after each term, once its work and finalizers have finished. */
+  readonly onStoppedLeading?: Effect.Effect<unknown> | undefined
+  /**
+   * Runs when a new term is observed (a different holder, or a new fence),
+   * possibly this participant's own. Advisory: never decide leadership on it.
+   */
+  readonly onNewLeader?: ((identity: string, fence: bigint) => Effect.Effect<unknown>) | undefined
+}
+
+/**
+ * A validated configuration with every default filled in.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ResolvedConfig {
+  readonly name: string
+  readonly identity: string
+  readonly payload: Uint8Array | null
+  readonly leaseDuration: Duration.Duration
+  readonly renewInterval: Duration.Duration
+  readonly retryPeriod: Duration.Duration
+  readonly operationTimeout: Duration.Duration
+  readonly safetyMargin: Duration.Duration
+  /** max(renewInterval / 4, 50ms): the pause before retrying a failed renewal. */
+  readonly retryDelay: Duration.Duration
+  readonly disableRelease: boolean
+}
+
+/**
+ * A snapshot of what an elector believes. Only `isLeader` carries a safety
+ * guarantee, evaluated when the snapshot is taken; the rest is advisory.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Status {
+  readonly isLeader: boolean
+  /** The current term's fence, while leading. */
+  readonly fence: Option.Option<bigint>
+  readonly identity: string
+  /** The holder of the last valid lease observed; may have expired since. */
+  readonly leader: Option.Option<string>
+  readonly leaderFence: Option.Option<bigint>
+  readonly leaderPayload: Option.Option<Uint8Array>
+  /** Local time of the last successful store call. */
+  readonly observedAt: Option.Option<Date>
+  /** Local instant by which this participant stops leading unless it renews. */
+  readonly validUntil: Option.Option<Date>
+  /** The latest failure, cleared by the next success. */
+  readonly lastError: Option.Option<LastError>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ElectorShape {
+  readonly config: ResolvedConfig
+  /** Whether this participant may act as leader right now; re-checks the deadline. */
+  readonly isLeader: Effect.Effect<boolean>
+  /** The current term's fence token, while leading. */
+  readonly fence: Effect.Effect<Option.Option<bigint>>
+  readonly status: Effect.Effect<Status>
+  /** The status each time it changes. */
+  readonly changes: Stream.Stream<Status>
+  /**
+   * Takes part in the election until interrupted. Store errors never fail
+   * it. When it stops, leadership is fully relinquished: the term's work was
+   * interrupted, its finalizers ran, `onStoppedLeading` ran and the lease was
+   * released (unless `disableRelease`).
+   */
+  readonly run: Effect.Effect<never, AlreadyRunning>
+  /** Waits for a term (the current one, if leading) and returns it. */
+  readonly leadership: Effect.Effect<LeadershipShape>
+}
+
+/**
+ * The elector service.
+ *
+ * @since 0.1.0
+ * @category tags
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Elector } from "effect-leaderelection"
+ *
+ * const report = Effect.gen(function* () {
+ *   const elector = yield* Elector.Elector
+ *   const status = yield* elector.status
+ *   yield* Effect.log(status.isLeader ? "leading" : "following")
+ * })
+ * ```
+ */
+export class Elector extends Context.Tag("effect-leaderelection/Elector")<Elector, ElectorShape>() {}
+
+/**
+ * Validates a configuration and fills in its defaults, generating an identity
+ * when none is given.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Elector } from "effect-leaderelection"
+ *
+ * // Fails with ConfigError: a lost renewal needs 12.25s but only 9s is available
+ * Elector.validate({
+ *   name: "too-tight",
+ *   leaseDuration: "10 seconds",
+ *   renewInterval: "5 seconds",
+ *   operationTimeout: "3 seconds",
+ *   safetyMargin: "1 second"
+ * }).pipe(Effect.runSync)
+ * ```
+ */
+export const validate: (config: ElectorConfig) => Effect.Effect<ResolvedConfig, ConfigError | IdentityError> =
+  config.resolve
+
+/**
+ * `hostname-pid-random`, the default identity.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Elector } from "effect-leaderelection"
+ *
+ * Effect.runSync(Elector.generateIdentity) // e.g. "api-1-12345-9f2c4e1a7b3d"
+ * ```
+ */
+export const generateIdentity: Effect.Effect<string, IdentityError> = config.generateIdentity
+
+/**
+ * Builds an elector without starting it; `run` takes part in the election.
+ * The elector captures the `Clock` in scope when it is made and uses it for
+ * every deadline, so `TestClock` drives it in tests.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Elector, MemoryStore } from "effect-leaderelection"
+ *
+ * const program = Effect.gen(function* () {
+ *   const elector = yield* Elector.make({ name: "jobs" })
+ *   yield* Effect.fork(elector.run)
+ * }).pipe(Effect.scoped, Effect.provide(MemoryStore.layer()))
+ * ```
+ */
+export const make: (
+  config: ElectorConfig
+) => Effect.Effect<ElectorShape, ConfigError | IdentityError, Store | Scope.Scope> = internal.make
+
+/**
+ * An elector that takes part in the election for as long as the layer lives,
+ * and relinquishes leadership when it is torn down.
+ *
+ * @since 0.1.0
+ * @category layers
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { Elector, Leadership, MemoryStore } from "effect-leaderelection"
+ *
+ * const ElectorLive = Elector.layer({ name: "invoice-reconciler" }).pipe(
+ *   Layer.provide(MemoryStore.layer())
+ * )
+ * const reconcile = Effect.flatMap(Leadership.fence, (fence) => Effect.log(`reconciling under ${fence}`))
+ * Elector.whileLeader(reconcile).pipe(Effect.provide(ElectorLive), Effect.runFork)
+ * ```
+ */
+export const layer = (config: ElectorConfig): Layer.Layer<Elector, ConfigError | IdentityError, Store> =>
+  Layer.scoped(
+    Elector,
+    Effect.tap(make(config), (elector) => Effect.forkScoped(elector.run))
+  )
+
+/**
+ * Runs `effect` in every term this participant leads, with the term's
+ * {@link Leadership} (fence token and scope) in its context. It is
+ * interrupted the instant leadership becomes uncertain and started again in
+ * the next term. If it completes, it waits for the next term; if it fails,
+ * `whileLeader` fails with its error.
+ *
+ * @since 0.1.0
+ * @category combinators
+ * @example
+ * ```ts
+ * import { Effect, Schedule } from "effect"
+ * import { Elector, Leadership } from "effect-leaderelection"
+ *
+ * const tick = Effect.flatMap(Leadership.fence, (fence) => Effect.log(`tick under fence ${fence}`))
+ * const program = Elector.whileLeader(Effect.repeat(tick, Schedule.spaced("1 second")))
+ * ```
+ */
+export const whileLeader = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<never, E, Elector | Exclude<R, Leadership>> =>
+  Effect.flatMap(Elector, (elector) =>
+    Effect.forever(
+      Effect.flatMap(elector.leadership, (term) =>
+        Effect.gen(function*() {
+          const fiber = yield* term.fork(Effect.provideService(effect, Leadership, term))
+          const exit = yield* Fiber.await(fiber).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
+          if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
+            return yield* Effect.failCause(exit.cause)
+          }
+          // Whatever the work did, the next term is not this one.
+          const ended = yield* Deferred.make<void>()
+          yield* Scope.addFinalizer(term.scope, Deferred.succeed(ended, undefined))
+          yield* Deferred.await(ended)
+        })
+      )
+    ))

@@ -1,0 +1,110 @@
+/**
+ * The errors an elector reports. None of them ever fails `Elector.run`:
+ * store failures and lost leases are reported through `Status.lastError` and
+ * handled by giving up leadership, not by giving up.
+ *
+ * @since 0.1.0
+ */
+import * as Data from "effect/Data"
+import type { LeaseLost, StoreError } from "./Store.js"
+
+/**
+ * An elector configuration was refused. `field` names the offending field,
+ * `reason` says what is wrong with it, numbers included.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { ElectorError } from "effect-leaderelection"
+ *
+ * new ElectorError.ConfigError({ field: "name", reason: "must not be empty" }).message
+ * // 'invalid elector config: name: must not be empty'
+ * ```
+ */
+export class ConfigError extends Data.TaggedError("ConfigError")<{
+  readonly field: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid elector config: ${this.field}: ${this.reason}`
+  }
+}
+
+/**
+ * A leader stepped down because it could not confirm its lease in time.
+ *
+ * It does not mean the lease was taken away: nobody may have taken it, and the
+ * database may be healthy on the far side of a broken path. It means this
+ * process ran out of evidence that it was still the leader.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { ElectorError } from "effect-leaderelection"
+ *
+ * new ElectorError.LeaseExpiredLocally({ name: "jobs", fence: 4n }).message
+ * ```
+ */
+export class LeaseExpiredLocally extends Data.TaggedError("LeaseExpiredLocally")<{
+  readonly name: string
+  readonly fence: bigint
+}> {
+  override get message(): string {
+    return `lease "${this.name}" (fence ${this.fence}) expired locally before it could be renewed`
+  }
+}
+
+/**
+ * `run` was called on an elector that is already running: one elector drives
+ * one participant, once.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { ElectorError } from "effect-leaderelection"
+ *
+ * new ElectorError.AlreadyRunning({ name: "jobs", identity: "a" }).message
+ * ```
+ */
+export class AlreadyRunning extends Data.TaggedError("AlreadyRunning")<{
+  readonly name: string
+  readonly identity: string
+}> {
+  override get message(): string {
+    return `elector "${this.name}" for ${this.identity} is already running`
+  }
+}
+
+/**
+ * The system's randomness source failed while generating an identity. There
+ * is deliberately no fallback to a predictable value: a restarted process that
+ * reused its predecessor's identity could renew a lease that predecessor
+ * still believes it holds.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { ElectorError } from "effect-leaderelection"
+ *
+ * new ElectorError.IdentityError({ cause: new Error("no entropy") }).message
+ * ```
+ */
+export class IdentityError extends Data.TaggedError("IdentityError")<{
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    return `cannot generate an identity: ${String(this.cause)}`
+  }
+}
+
+/**
+ * What `Status.lastError` can hold.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type LastError = StoreError | LeaseLost | LeaseExpiredLocally

@@ -1,0 +1,301 @@
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Random from "effect/Random"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import type { ElectorConfig, ElectorShape, Status } from "../Elector.js"
+import { AlreadyRunning, type ConfigError, type IdentityError, type LastError, LeaseExpiredLocally } from "../ElectorError.js"
+import * as Lease from "../Lease.js"
+import type { LeadershipShape } from "../Leadership.js"
+import { type Operation, Store, StoreError } from "../Store.js"
+import { formatDuration, resolve } from "./config.js"
+import { jittered, localDeadline } from "./timing.js"
+
+interface Term {
+  readonly fence: bigint
+  /** Local monotonic nanoseconds by which the term must have ended. */
+  readonly deadline: bigint
+  readonly leadership: LeadershipShape
+  /** Finalizers of the term. */
+  readonly scope: Scope.CloseableScope
+  /** The term's work; closed first, so work has stopped when finalizers run. */
+  readonly work: Scope.CloseableScope
+}
+
+interface Observed {
+  readonly holder: string
+  readonly fence: bigint
+  readonly payload: Uint8Array | null
+}
+
+interface State {
+  readonly term: Option.Option<Term>
+  readonly leader: Option.Option<Observed>
+  /** Local wall-clock milliseconds. */
+  readonly observedAt: Option.Option<number>
+  readonly lastError: Option.Option<LastError>
+}
+
+/** Why a term ended, other than shutdown. */
+type StepDown = "expired" | "lost"
+
+const initial: State = {
+  term: Option.none(),
+  leader: Option.none(),
+  observedAt: Option.none(),
+  lastError: Option.none()
+}
+
+/** @internal */
+export const make = (
+  input: ElectorConfig
+): Effect.Effect<ElectorShape, ConfigError | IdentityError, Store | Scope.Scope> =>
+  Effect.gen(function*() {
+    const config = yield* resolve(input)
+    const { identity, leaseDuration, name, payload, safetyMargin } = config
+    const store = yield* Store
+    const clock = yield* Effect.clock
+    const state = yield* SubscriptionRef.make(initial)
+    const nowNanos = clock.currentTimeNanos
+
+    const live = (s: State, now: bigint): Option.Option<Term> => Option.filter(s.term, (term) => now < term.deadline)
+    const current = Effect.zipWith(SubscriptionRef.get(state), nowNanos, live)
+
+    const snapshot = (s: State): Effect.Effect<Status> =>
+      Effect.gen(function*() {
+        const now = yield* nowNanos
+        const wall = yield* clock.currentTimeMillis
+        const term = live(s, now)
+        return {
+          isLeader: Option.isSome(term),
+          fence: Option.map(term, (t) => t.fence),
+          identity,
+          leader: Option.map(s.leader, (o) => o.holder),
+          leaderFence: Option.map(s.leader, (o) => o.fence),
+          leaderPayload: Option.flatMap(s.leader, (o) => Option.fromNullable(o.payload)),
+          observedAt: Option.map(s.observedAt, (ms) => new Date(ms)),
+          validUntil: Option.map(term, (t) => new Date(wall + Number((t.deadline - now) / 1_000_000n))),
+          lastError: s.lastError
+        }
+      })
+
+    // Every store call gives control back at operationTimeout, whatever the
+    // store does with the interruption: the call runs in a fiber of its own
+    // and is interrupted in the background rather than waited for, so a
+    // driver that takes its time to cancel cannot delay the elector. The race
+    // is settled through a Deferred rather than by interrupting the waiter,
+    // so it holds in uninterruptible regions too (the release at step-down).
+    const call = <A, E>(operation: Operation, effect: Effect.Effect<A, E>): Effect.Effect<A, E | StoreError> =>
+      Effect.gen(function*() {
+        const result = yield* Deferred.make<A, E | StoreError>()
+        const attempt = yield* Effect.catchAllDefect(effect, (defect) =>
+          Effect.fail(
+            new StoreError({ operation, retryable: false, reason: `store defect: ${String(defect)}`, cause: defect })
+          )).pipe(Effect.intoDeferred(result), Effect.interruptible, Effect.fork)
+        const timer = yield* clock.sleep(config.operationTimeout).pipe(
+          Effect.zipRight(Deferred.fail(
+            result,
+            new StoreError({
+              operation,
+              retryable: true,
+              reason: `no answer within ${formatDuration(config.operationTimeout)}`,
+              cause: undefined
+            })
+          )),
+          Effect.interruptible,
+          Effect.fork
+        )
+        return yield* Deferred.await(result).pipe(
+          Effect.ensuring(Effect.zipRight(Fiber.interruptFork(attempt), Fiber.interruptFork(timer)))
+        )
+      })
+
+    const failed = (error: LastError) =>
+      SubscriptionRef.update(state, (s) => ({ ...s, lastError: Option.some(error) })).pipe(
+        Effect.zipRight(Effect.logWarning(error.message))
+      )
+
+    const observe = (lease: Lease.Lease | undefined) =>
+      Effect.gen(function*() {
+        const wall = yield* clock.currentTimeMillis
+        const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
+          ? Option.none()
+          : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
+        const before = yield* SubscriptionRef.modify(state, (s) => [s.leader, {
+          ...s,
+          leader: seen,
+          observedAt: Option.some(wall),
+          lastError: Option.none()
+        }])
+        if (Option.isNone(seen)) return
+        const { fence, holder } = seen.value
+        if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return
+        yield* Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
+        if (input.onNewLeader !== undefined) yield* input.onNewLeader(holder, fence)
+      })
+
+    const pause = Effect.flatMap(Random.next, (u) => clock.sleep(jittered(config.retryPeriod, u)))
+
+    const releaseLease = (fence: bigint) =>
+      call("release", store.release(name, identity, fence)).pipe(
+        Effect.as(true),
+        Effect.catchAll((error) => Effect.as(failed(error), false))
+      )
+
+    const startTerm = (fence: bigint, deadline: bigint) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const work = yield* Scope.make()
+        const leadership: LeadershipShape = {
+          name,
+          identity,
+          fence,
+          scope,
+          isLeader: Effect.map(current, Option.exists((term) => term.fence === fence)),
+          fork: (effect) => Effect.forkIn(Effect.interruptible(effect), work)
+        }
+        const term: Term = { fence, deadline, leadership, scope, work }
+        yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.some(term) }))
+        yield* Effect.logInfo(`started leading under fence ${fence}`)
+        if (input.onStartedLeading !== undefined) {
+          yield* leadership.fork(input.onStartedLeading(fence).pipe(Effect.catchAllCause(Effect.logError)))
+        }
+        return term
+      })
+
+    // Ends the term at its deadline. It reads nothing but the clock and the
+    // deadline the renewals leave behind, so no store call can delay it.
+    const watchdog = (stop: Deferred.Deferred<StepDown>, wake: Queue.Dequeue<void>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const term = Option.getOrUndefined((yield* SubscriptionRef.get(state)).term)
+        const now = yield* nowNanos
+        if (term === undefined || now >= term.deadline) return yield* Deferred.succeed(stop, "expired")
+        yield* Effect.raceFirst(clock.sleep(Duration.nanos(term.deadline - now)), Queue.take(wake))
+        return yield* watchdog(stop, wake)
+      })
+
+    const renewals = (
+      fence: bigint,
+      nextAt: bigint,
+      stop: Deferred.Deferred<StepDown>,
+      wake: Queue.Enqueue<void>
+    ): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const wait = nextAt - (yield* nowNanos)
+        if (wait > 0n) yield* clock.sleep(Duration.nanos(wait))
+        const sentAt = yield* nowNanos
+        const result = yield* Effect.either(call("renew", store.renew(name, identity, fence, leaseDuration, payload)))
+        if (Either.isLeft(result)) {
+          yield* failed(result.left)
+          if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
+          return yield* renewals(fence, (yield* nowNanos) + Duration.unsafeToNanos(config.retryDelay), stop, wake)
+        }
+        const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
+        yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.map(s.term, (t) => ({ ...t, deadline })) }))
+        yield* Queue.offer(wake, undefined)
+        yield* observe(result.right)
+        return yield* renewals(fence, sentAt + Duration.unsafeToNanos(config.renewInterval), stop, wake)
+      })
+
+    const endTerm = (term: Term, exit: Exit.Exit<StepDown>) =>
+      Effect.gen(function*() {
+        const reason = Exit.getOrElse(exit, () => "shutdown" as const)
+        // Not leader from here on, before anything else happens.
+        yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.none() }))
+        if (reason === "expired") yield* failed(new LeaseExpiredLocally({ name, fence: term.fence }))
+        yield* Effect.logInfo(`stopped leading under fence ${term.fence} (${reason})`)
+        yield* Scope.close(term.work, Exit.void)
+        yield* Scope.close(term.scope, Exit.void)
+        if (input.onStoppedLeading !== undefined) yield* input.onStoppedLeading
+        if (reason === "lost" || (reason === "shutdown" && config.disableRelease)) return
+        yield* releaseLease(term.fence)
+      })
+
+    const lead = (fence: bigint, sentAt: bigint, deadline: bigint) =>
+      Effect.acquireUseRelease(
+        startTerm(fence, deadline),
+        () =>
+          Effect.gen(function*() {
+            const stop = yield* Deferred.make<StepDown>()
+            const wake = yield* Queue.sliding<void>(1)
+            yield* Effect.forkScoped(watchdog(stop, wake))
+            yield* Effect.forkScoped(renewals(fence, sentAt + Duration.unsafeToNanos(config.renewInterval), stop, wake))
+            return yield* Deferred.await(stop)
+          }).pipe(Effect.scoped),
+        endTerm
+      )
+
+    const claim = Effect.gen(function*() {
+      const sentAt = yield* nowNanos
+      const result = yield* Effect.either(call("acquire", store.acquire(name, identity, leaseDuration, payload)))
+      if (Either.isLeft(result)) {
+        yield* failed(result.left)
+        return yield* pause
+      }
+      yield* observe(result.right)
+      const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
+      // Won, but with too little time left to prove it: the next poll gives it up.
+      if (!Lease.isHeldBy(result.right, identity) || deadline <= (yield* nowNanos)) return yield* pause
+      yield* lead(result.right.fence, sentAt, deadline)
+    })
+
+    const poll = Effect.gen(function*() {
+      const seen = yield* Effect.either(call("inspect", store.inspect(name)))
+      if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
+        yield* failed(seen.left)
+        return yield* pause
+      }
+      const lease = Either.getOrUndefined(seen)
+      yield* observe(lease)
+      if (lease !== undefined && Lease.isHeldBy(lease, identity)) {
+        // A valid lease of ours that no term of ours is using: an earlier term
+        // that stepped down locally, or an acquire whose reply was lost. Give
+        // it up, so that the next term is told apart by a fresh fence.
+        if (!(yield* releaseLease(lease.fence))) return yield* pause
+      } else if (lease !== undefined && !Lease.isExpired(lease)) {
+        return yield* pause
+      }
+      yield* claim
+    })
+
+    // The fiber running `run`, so that closing the elector's scope stops it.
+    let runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined
+    yield* Effect.addFinalizer(() => runner === undefined ? Effect.void : Fiber.interrupt(runner))
+
+    const run: Effect.Effect<never, AlreadyRunning> = Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
+      if (runner !== undefined) return new AlreadyRunning({ name, identity })
+      runner = fiber
+      return Effect.forever(poll).pipe(
+        Effect.ensuring(Effect.sync(() => {
+          runner = undefined
+        })),
+        Effect.withClock(clock),
+        Effect.annotateLogs({ election: name, identity })
+      )
+    })
+
+    // changes starts with the current state, so a term in progress is returned at once.
+    const leadership = state.changes.pipe(
+      Stream.filterMap((s) => Option.map(s.term, (term) => term.leadership)),
+      Stream.runHead,
+      Effect.flatten,
+      Effect.orDie
+    )
+
+    return {
+      config,
+      isLeader: Effect.map(current, Option.isSome),
+      fence: Effect.map(current, Option.map((term) => term.fence)),
+      status: Effect.flatMap(SubscriptionRef.get(state), snapshot),
+      changes: Stream.mapEffect(state.changes, snapshot),
+      run,
+      leadership
+    }
+  })

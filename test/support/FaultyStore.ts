@@ -1,0 +1,71 @@
+/**
+ * A store decorator that injects faults per operation: calls that hang, fail,
+ * die, or are applied while their reply is lost. Tests and the simulation use
+ * it to break the path between a participant and the shared record.
+ */
+import { Duration, Effect } from "effect"
+import * as Store from "../../src/Store.js"
+
+export type Fault =
+  | { readonly _tag: "Pass" }
+  | { readonly _tag: "Hang" }
+  | { readonly _tag: "Fail"; readonly retryable: boolean }
+  | { readonly _tag: "Die" }
+  /** The request reaches the database and is applied; the answer never arrives. */
+  | { readonly _tag: "LostReply" }
+  | { readonly _tag: "Delay"; readonly delay: Duration.Duration }
+
+export const pass: Fault = { _tag: "Pass" }
+export const hang: Fault = { _tag: "Hang" }
+export const fail: Fault = { _tag: "Fail", retryable: true }
+export const fatal: Fault = { _tag: "Fail", retryable: false }
+export const die: Fault = { _tag: "Die" }
+export const lostReply: Fault = { _tag: "LostReply" }
+export const delay = (d: Duration.DurationInput): Fault => ({ _tag: "Delay", delay: Duration.decode(d) })
+
+export interface FaultyStore extends Store.StoreShape {
+  /** Sets the fault for one operation, or for all of them. */
+  readonly set: (fault: Fault, operation?: Store.Operation) => void
+  /** How many calls each operation received. */
+  readonly calls: Record<Store.Operation, number>
+}
+
+export const make = (inner: Store.StoreShape): FaultyStore => {
+  const faults = new Map<Store.Operation, Fault>()
+  const calls: Record<Store.Operation, number> = { acquire: 0, renew: 0, release: 0, inspect: 0, ensureSchema: 0 }
+  const wrap = <A, E>(operation: Store.Operation, effect: Effect.Effect<A, E>): Effect.Effect<A, E | Store.StoreError> =>
+    Effect.suspend((): Effect.Effect<A, E | Store.StoreError> => {
+      calls[operation]++
+      const fault = faults.get(operation) ?? pass
+      switch (fault._tag) {
+        case "Pass":
+          return effect
+        case "Hang":
+          return Effect.never
+        case "Fail":
+          return Effect.fail(
+            new Store.StoreError({ operation, retryable: fault.retryable, reason: "injected", cause: undefined })
+          )
+        case "Die":
+          return Effect.die(new Error("injected defect"))
+        case "LostReply":
+          return Effect.zipRight(Effect.ignore(effect), Effect.never)
+        case "Delay":
+          return Effect.zipRight(Effect.sleep(fault.delay), effect)
+      }
+    })
+  return {
+    set: (fault, operation) => {
+      if (operation === undefined) {
+        for (const op of ["acquire", "renew", "release", "inspect"] as const) faults.set(op, fault)
+      } else {
+        faults.set(operation, fault)
+      }
+    },
+    calls,
+    acquire: (...args) => wrap("acquire", inner.acquire(...args)),
+    renew: (...args) => wrap("renew", inner.renew(...args)),
+    release: (...args) => wrap("release", inner.release(...args)),
+    inspect: (...args) => wrap("inspect", inner.inspect(...args))
+  }
+}
