@@ -1,0 +1,221 @@
+import * as net from "node:net"
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Mode, startProxy, type FaultProxy } from "./harness/FaultProxy.js"
+import { sleep } from "./harness/process.js"
+import { startPostgres, type ThrowawayPostgres } from "./harness/ThrowawayPostgres.js"
+
+const clients: Array<pg.Client> = []
+
+/** A pg client to 127.0.0.1:port; connection errors are swallowed so a broken path never crashes the run. */
+const client = (port: number, options: { readonly connectionTimeoutMillis?: number } = {}): pg.Client => {
+  const c = new pg.Client({
+    host: "127.0.0.1",
+    port,
+    user: "postgres",
+    database: "test",
+    connectionTimeoutMillis: options.connectionTimeoutMillis ?? 10_000
+  })
+  c.on("error", () => {})
+  clients.push(c)
+  return c
+}
+
+const connected = async (port: number): Promise<pg.Client> => {
+  const c = client(port)
+  await c.connect()
+  return c
+}
+
+/** Settles with "pending" if `promise` has not settled after `ms`. */
+const within = <A>(promise: Promise<A>, ms: number): Promise<{ readonly value: A } | { readonly error: unknown } | "pending"> =>
+  Promise.race([
+    promise.then((value) => ({ value }), (error: unknown) => ({ error })),
+    sleep(ms).then(() => "pending" as const)
+  ])
+
+const errorCode = (error: unknown): unknown =>
+  typeof error === "object" && error !== null && "code" in error ? error.code : undefined
+
+const closeClients = async (): Promise<void> => {
+  await Promise.all(clients.splice(0).map((c) => within(c.end(), 1000)))
+}
+
+describe("FaultProxy", () => {
+  let db: ThrowawayPostgres
+  let proxy: FaultProxy
+
+  beforeAll(async () => {
+    db = await startPostgres()
+    await db.sql("CREATE TABLE t (k int PRIMARY KEY, v text)")
+  })
+  afterAll(async () => {
+    await closeClients()
+    await db?.destroy()
+  })
+
+  const fresh = async (): Promise<FaultProxy> => {
+    await proxy?.close()
+    await closeClients()
+    proxy = await startProxy({ targetPort: db.port })
+    return proxy
+  }
+
+  it("pass forwards queries and counts bytes and connections", async () => {
+    const p = await fresh()
+    expect(p.port).toBeGreaterThan(0)
+    const c = await connected(p.port)
+    const { rows } = await c.query("select 41 + 1 as n")
+    expect(rows).toEqual([{ n: 42 }])
+    const stats = p.stats()
+    expect(stats.connectionsAccepted).toBe(1)
+    expect(stats.connectionsActive).toBe(1)
+    expect(stats.bytesUp).toBeGreaterThan(0)
+    expect(stats.bytesDown).toBeGreaterThan(0)
+  })
+
+  it("partition resets open connections and refuses new ones; pass heals", async () => {
+    const p = await fresh()
+    const c = await connected(p.port)
+    p.setMode(Mode.partition)
+    const broken = await within(c.query("select 1"), 5000)
+    expect(broken).toHaveProperty("error")
+    const refused = await within(client(p.port).connect(), 5000)
+    expect(refused).toHaveProperty("error")
+    expect(p.stats().connectionsRefused).toBe(1)
+    expect(p.stats().connectionsActive).toBe(0)
+    p.setMode(Mode.pass)
+    const healed = await connected(p.port)
+    expect((await healed.query("select 1 as n")).rows).toEqual([{ n: 1 }])
+  })
+
+  it("blackhole hangs a query while its socket stays open, then delivers in order when healed", async () => {
+    const p = await fresh()
+    const c = await connected(p.port)
+    let socketEvents = 0
+    c.on("end", () => socketEvents++)
+    c.on("error", () => socketEvents++)
+    p.setMode(Mode.blackhole)
+    const query = c.query("select 'through the hole' as v")
+    expect(await within(query, 1500)).toBe("pending")
+    expect(p.stats().connectionsActive).toBe(1)
+    expect(socketEvents).toBe(0)
+    p.setMode(Mode.pass)
+    expect((await query).rows).toEqual([{ v: "through the hole" }])
+  })
+
+  it("dropReplies lands a write whose reply never arrives", async () => {
+    const p = await fresh()
+    const c = await connected(p.port)
+    p.setMode(Mode.dropReplies)
+    const write = c.query("insert into t values (1, 'landed')")
+    expect(await within(write, 1500)).toBe("pending")
+    expect(await db.sql("select v from t where k = 1")).toEqual([{ v: "landed" }])
+    expect(p.stats().bytesDropped).toBeGreaterThan(0)
+    expect(p.stats().connectionsActive).toBe(1)
+    p.resetConnections()
+    expect(await within(write, 5000)).toHaveProperty("error")
+  })
+
+  it("latency delays each direction", async () => {
+    const p = await fresh()
+    const c = await connected(p.port)
+    p.setMode(Mode.latency(150, 50))
+    const started = performance.now()
+    await c.query("select 1")
+    // One round trip crosses the proxy twice, at least 150 ms each way.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(295)
+  })
+
+  it("latency with jitter preserves byte order", async () => {
+    const echo = net.createServer((socket) => {
+      socket.on("error", () => {})
+      socket.pipe(socket)
+    })
+    await new Promise<void>((resolve) => echo.listen({ host: "127.0.0.1", port: 0 }, resolve))
+    const address = echo.address()
+    if (address === null || typeof address === "string") throw new Error("echo server has no port")
+    const p = await startProxy({ targetPort: address.port, mode: Mode.latency(5, 40) })
+    try {
+      const socket = net.connect({ host: "127.0.0.1", port: p.port, noDelay: true })
+      const expected = Array.from({ length: 200 }, (_, i) => `${i};`).join("")
+      socket.on("error", () => {})
+      let received = ""
+      socket.on("data", (data: Buffer) => (received += data.toString()))
+      await new Promise<void>((resolve) => socket.once("connect", () => resolve()))
+      for (let i = 0; i < 200; i++) {
+        socket.write(`${i};`)
+        if (i % 20 === 0) await sleep(3)
+      }
+      for (let waited = 0; received.length < expected.length && waited < 10_000; waited += 50) await sleep(50)
+      expect(received).toBe(expected)
+      socket.destroy()
+    } finally {
+      await p.close()
+      await new Promise((resolve) => echo.close(resolve))
+    }
+  })
+
+  it("resetOnFirstUse RSTs a new connection on its first bytes, N times, then passes", async () => {
+    const p = await fresh()
+    p.setMode(Mode.resetOnFirstUse(2))
+    for (let i = 0; i < 2; i++) {
+      const attempt = await within(client(p.port).connect(), 5000)
+      expect(attempt).toHaveProperty("error")
+      expect(errorCode((attempt as { readonly error: unknown }).error)).toBe("ECONNRESET")
+    }
+    const third = await connected(p.port)
+    expect((await third.query("select 3 as n")).rows).toEqual([{ n: 3 }])
+    expect(p.stats().connectionsReset).toBe(2)
+    p.setMode(Mode.resetOnFirstUse())
+    expect((await third.query("select 4 as n")).rows).toEqual([{ n: 4 }])
+    const again = await within(client(p.port).connect(), 5000)
+    expect(errorCode((again as { readonly error: unknown }).error)).toBe("ECONNRESET")
+  })
+
+  it("bandwidth slows a large reply", async () => {
+    const p = await fresh()
+    const c = await connected(p.port)
+    p.setMode(Mode.bandwidth(4000))
+    const started = performance.now()
+    const { rows } = await c.query("select repeat('x', 8000) as v")
+    // 8 kB at 4 kB/s is 2 s; allow for the slicing's rounding.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1500)
+    expect(rows[0]?.v).toHaveLength(8000)
+  })
+
+  it("flap alternates pass and partition until stopped", async () => {
+    const p = await fresh()
+    const flapping = p.flap(400, 400)
+    const outcomes = { ok: 0, failed: 0 }
+    const until = performance.now() + 3200
+    while (performance.now() < until) {
+      const c = client(p.port, { connectionTimeoutMillis: 2000 })
+      const attempt = await within(c.connect().then(() => c.query("select 1")), 2000)
+      if (attempt !== "pending" && "value" in attempt) outcomes.ok++
+      else outcomes.failed++
+      await within(c.end(), 500)
+      await sleep(100)
+    }
+    expect(flapping.transitions).toBeGreaterThanOrEqual(4)
+    flapping.stop()
+    expect(p.mode).toEqual(Mode.pass)
+    expect(outcomes.ok).toBeGreaterThan(0)
+    expect(outcomes.failed).toBeGreaterThan(0)
+    const after = await connected(p.port)
+    expect((await after.query("select 1 as n")).rows).toEqual([{ n: 1 }])
+  })
+
+  it("close frees the port", async () => {
+    const p = await fresh()
+    const c = await connected(p.port)
+    await p.close()
+    expect(await within(c.query("select 1"), 5000)).toHaveProperty("error")
+    const rebind = net.createServer()
+    await new Promise<void>((resolve, reject) => {
+      rebind.once("error", reject)
+      rebind.listen({ host: "127.0.0.1", port: p.port }, resolve)
+    })
+    await new Promise((resolve) => rebind.close(resolve))
+  })
+})
