@@ -1,8 +1,9 @@
+import * as fs from "node:fs"
 import * as net from "node:net"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Mode, startProxy, type FaultProxy } from "./harness/FaultProxy.js"
-import { sleep } from "./harness/process.js"
+import { isAlive, sleep } from "./harness/process.js"
 import { startPostgres, type ThrowawayPostgres } from "./harness/ThrowawayPostgres.js"
 
 const clients: Array<pg.Client> = []
@@ -217,5 +218,121 @@ describe("FaultProxy", () => {
       rebind.listen({ host: "127.0.0.1", port: p.port }, resolve)
     })
     await new Promise((resolve) => rebind.close(resolve))
+  })
+})
+
+describe("ThrowawayPostgres", () => {
+  let db: ThrowawayPostgres
+
+  beforeAll(async () => {
+    db = await startPostgres()
+    await db.sql("CREATE TABLE t (k int PRIMARY KEY, v text)")
+    await db.sql("INSERT INTO t VALUES (1, 'one')")
+  })
+  afterAll(async () => {
+    await closeClients()
+    await db?.destroy()
+  })
+
+  it("is a fresh server on its own port with a database named test", async () => {
+    expect(db.port).not.toBe(5432)
+    expect(db.url()).toBe(`postgres://postgres@127.0.0.1:${db.port}/test`)
+    const rows = await db.sql<{ db: string; fsync: string }>("select current_database() as db, current_setting('fsync') as fsync")
+    expect(rows).toEqual([{ db: "test", fsync: "off" }])
+  })
+
+  it("pause freezes the postmaster and its backends; resume thaws them", async () => {
+    const c = await connected(db.port)
+    db.pause()
+    const query = c.query("select 'thawed' as v")
+    expect(await within(query, 1500)).toBe("pending")
+    const newcomer = client(db.port).connect()
+    expect(await within(newcomer, 1000)).toBe("pending")
+    db.resume()
+    expect((await query).rows).toEqual([{ v: "thawed" }])
+    await newcomer
+  })
+
+  it("restart breaks open sessions and keeps the data", async () => {
+    const c = await connected(db.port)
+    await db.restart()
+    expect(await within(c.query("select 1"), 5000)).toHaveProperty("error")
+    expect(await db.sql("select v from t where k = 1")).toEqual([{ v: "one" }])
+  })
+
+  it("kill is a SIGKILL: nothing answers until start runs crash recovery", async () => {
+    await db.sql("INSERT INTO t VALUES (2, 'before the crash')")
+    const pid = db.postmasterPid()
+    await db.kill()
+    expect(pid !== undefined && isAlive(pid)).toBe(false)
+    const refused = await within(client(db.port).connect(), 5000)
+    expect(errorCode((refused as { readonly error: unknown }).error)).toBe("ECONNREFUSED")
+    await db.start()
+    expect(await db.sql("select v from t where k = 2")).toEqual([{ v: "before the crash" }])
+    expect(fs.readFileSync(db.logFile, "utf8")).toMatch(/not properly shut down; automatic recovery in progress/)
+  })
+
+  it("stop immediate then start also recovers", async () => {
+    await db.stop({ mode: "immediate" })
+    await db.start()
+    expect(await db.sql("select count(*)::int as n from t")).toEqual([{ n: 2 }])
+  })
+
+  it("setReadOnly makes an open session's next write fail with 25006 while reads work", async () => {
+    const c = await connected(db.port)
+    await db.setReadOnly(true)
+    try {
+      const write = await within(c.query("insert into t values (3, 'nope')"), 5000)
+      expect(errorCode((write as { readonly error: unknown }).error)).toBe("25006")
+      expect((await c.query("select v from t where k = 1")).rows).toEqual([{ v: "one" }])
+    } finally {
+      await db.setReadOnly(false)
+    }
+    await c.query("insert into t values (3, 'yes')")
+    expect(await db.sql("select v from t where k = 3")).toEqual([{ v: "yes" }])
+  })
+
+  it("terminateBackends ends every other client session", async () => {
+    const a = await connected(db.port)
+    const b = await connected(db.port)
+    expect(await db.terminateBackends()).toBeGreaterThanOrEqual(2)
+    for (const c of [a, b]) {
+      const after = await within(c.query("select 1"), 5000)
+      expect(after).toHaveProperty("error")
+    }
+    expect(await db.sql("select 1 as n")).toEqual([{ n: 1 }])
+  })
+
+  it("lockTable holds ACCESS EXCLUSIVE from another session until released", async () => {
+    const c = await connected(db.port)
+    await c.query("set lock_timeout = '300ms'")
+    const lock = await db.lockTable("t", "ACCESS EXCLUSIVE")
+    const blocked = await within(c.query("select * from t"), 5000)
+    expect(errorCode((blocked as { readonly error: unknown }).error)).toBe("55P03")
+    await lock.release()
+    await lock.release()
+    expect((await c.query("select count(*)::int as n from t")).rows).toEqual([{ n: 3 }])
+  })
+
+  it("lockRow lets the row be read but not written until released", async () => {
+    const c = await connected(db.port)
+    await c.query("set lock_timeout = '300ms'")
+    const lock = await db.lockRow(["public", "t"], "k = 1")
+    expect(lock.rows).toBe(1)
+    expect((await c.query("select v from t where k = 1")).rows).toEqual([{ v: "one" }])
+    const blocked = await within(c.query("update t set v = 'uno' where k = 1"), 5000)
+    expect(errorCode((blocked as { readonly error: unknown }).error)).toBe("55P03")
+    await lock.release()
+    await c.query("update t set v = 'uno' where k = 1")
+    expect(await db.sql("select v from t where k = 1")).toEqual([{ v: "uno" }])
+  })
+
+  it("destroy stops the server and removes its directory", async () => {
+    const other = await startPostgres()
+    const pid = other.postmasterPid()
+    expect(pid).toBeDefined()
+    await other.destroy()
+    expect(fs.existsSync(other.dir)).toBe(false)
+    expect(pid !== undefined && isAlive(pid)).toBe(false)
   })
 })

@@ -162,8 +162,18 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
 
   const pgCtl = (args: ReadonlyArray<string>) => run(path.join(bin, "pg_ctl"), ["-D", dataDir, ...args])
 
+  const logTail = (): string => {
+    try {
+      return fs.readFileSync(logFile, "utf8").split("\n").slice(-15).join("\n")
+    } catch {
+      return "(no log)"
+    }
+  }
+
   const start = async (): Promise<void> => {
-    await pgCtl(["start", "-w", "-t", "60", "-l", logFile])
+    await pgCtl(["start", "-w", "-t", "60", "-l", logFile]).catch((error: unknown) => {
+      throw new Error(`${error instanceof Error ? error.message : String(error)}\nlog tail:\n${logTail()}`)
+    })
   }
 
   const resume = (): void => {
@@ -184,9 +194,12 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
     signalTree(pid, "SIGKILL")
     paused = false
     await waitFor("the killed PostgreSQL processes to go", () => children.every((p) => !isAlive(p)))
-    // The dead postmaster may linger as a zombie if nobody reaps it; its pid
-    // would still look alive to the next postmaster's lock-file check.
-    fs.rmSync(path.join(dataDir, "postmaster.pid"), { force: true })
+    // The dead postmaster may linger as a zombie if nobody reaps it (PID 1 in
+    // a container often does not); its pid would still look alive to the next
+    // postmaster's lock-file checks, so its lock files go now.
+    for (const file of [path.join(dataDir, "postmaster.pid"), path.join(dir, `.s.PGSQL.${port}.lock`)]) {
+      fs.rmSync(file, { force: true })
+    }
   }
 
   const setReadOnly = async (on: boolean): Promise<void> => {
@@ -290,7 +303,10 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
         `port = ${port}`,
         `unix_socket_directories = '${dir}'`,
         "fsync = off",
-        "synchronous_commit = off",
+        // fsync off survives a SIGKILL (the kernel still has the pages);
+        // synchronous_commit off would not: acknowledged commits still in WAL
+        // buffers would vanish with the shared memory, which no real
+        // deployment of a lease store does.
         "full_page_writes = off",
         "shared_buffers = 16MB",
         "max_connections = 60",
