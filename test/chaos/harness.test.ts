@@ -4,6 +4,7 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Mode, startProxy, type FaultProxy } from "./harness/FaultProxy.js"
 import { isAlive, sleep } from "./harness/process.js"
+import { parseVersion, startPgBouncer, supportsMaxPreparedStatements, type ThrowawayPgBouncer } from "./harness/ThrowawayPgBouncer.js"
 import { startPostgres, type ThrowawayPostgres } from "./harness/ThrowawayPostgres.js"
 
 const clients: Array<pg.Client> = []
@@ -334,5 +335,81 @@ describe("ThrowawayPostgres", () => {
     await other.destroy()
     expect(fs.existsSync(other.dir)).toBe(false)
     expect(pid !== undefined && isAlive(pid)).toBe(false)
+  })
+})
+
+describe("ThrowawayPgBouncer", () => {
+  let db: ThrowawayPostgres
+  let bouncer: ThrowawayPgBouncer
+
+  beforeAll(async () => {
+    db = await startPostgres()
+    bouncer = await startPgBouncer({ targetPort: db.port })
+  })
+  afterAll(async () => {
+    await closeClients()
+    await bouncer?.destroy()
+    await db?.destroy()
+  })
+
+  it("reads its version and only writes max_prepared_statements where it is known", () => {
+    expect(parseVersion("PgBouncer 1.18.0\nlibevent 2.1.12-stable")).toEqual([1, 18, 0])
+    expect(supportsMaxPreparedStatements([1, 18, 0])).toBe(false)
+    expect(supportsMaxPreparedStatements([1, 21, 0])).toBe(true)
+    expect(supportsMaxPreparedStatements([2, 0, 0])).toBe(true)
+    const ini = fs.readFileSync(`${bouncer.dir}/pgbouncer.ini`, "utf8")
+    expect(ini.includes("max_prepared_statements")).toBe(supportsMaxPreparedStatements(bouncer.version))
+    expect(bouncer.url()).toBe(`postgres://postgres@127.0.0.1:${bouncer.port}/test`)
+  })
+
+  it("pools by transaction: two clients share one server connection's named statements", async () => {
+    const first = await connected(bouncer.port)
+    await first.query({ name: "s1", text: "select $1::int as n", values: [1] })
+    const second = await connected(bouncer.port)
+    await expect(second.query({ name: "s1", text: "select $1::text as n", values: ["x"] }))
+      .rejects.toThrow(/prepared statement "s1" already exists/)
+    const pools = await bouncer.admin("SHOW POOLS")
+    expect(pools.find((row) => row["database"] === "test")?.["pool_mode"]).toBe("transaction")
+    // Direct, each session has its own backend and both succeed.
+    const a = await connected(db.port)
+    const b = await connected(db.port)
+    expect((await a.query({ name: "s1", text: "select $1::int as n", values: [1] })).rows).toEqual([{ n: 1 }])
+    expect((await b.query({ name: "s1", text: "select $1::text as n", values: ["x"] })).rows).toEqual([{ n: "x" }])
+  })
+
+  it("restart breaks live clients; new ones connect on the same port", async () => {
+    await closeClients()
+    const c = await connected(bouncer.port)
+    expect((await c.query("select 1 as n")).rows).toEqual([{ n: 1 }])
+    const port = bouncer.port
+    await bouncer.restart()
+    expect(await within(c.query("select 1"), 5000)).toHaveProperty("error")
+    expect(bouncer.port).toBe(port)
+    const again = await connected(bouncer.port)
+    expect((await again.query("select 2 as n")).rows).toEqual([{ n: 2 }])
+  })
+
+  it("pause holds queries without breaking connections; resume lets them through", async () => {
+    const c = await connected(bouncer.port)
+    await c.query("select 1")
+    await bouncer.pause()
+    try {
+      const held = c.query("select 'resumed' as v")
+      expect(await within(held, 1500)).toBe("pending")
+      await bouncer.resume()
+      expect((await held).rows).toEqual([{ v: "resumed" }])
+    } finally {
+      await bouncer.resume().catch(() => {})
+    }
+  })
+
+  it("stop closes the listener", async () => {
+    await closeClients()
+    await bouncer.stop()
+    const refused = await within(client(bouncer.port).connect(), 5000)
+    expect(errorCode((refused as { readonly error: unknown }).error)).toBe("ECONNREFUSED")
+    await bouncer.start()
+    const c = await connected(bouncer.port)
+    expect((await c.query("select 3 as n")).rows).toEqual([{ n: 3 }])
   })
 })
