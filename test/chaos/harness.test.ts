@@ -3,6 +3,7 @@ import * as net from "node:net"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Mode, startProxy, type FaultProxy } from "./harness/FaultProxy.js"
+import { IntervalOracle } from "./harness/IntervalOracle.js"
 import { isAlive, sleep } from "./harness/process.js"
 import { parseVersion, startPgBouncer, supportsMaxPreparedStatements, type ThrowawayPgBouncer } from "./harness/ThrowawayPgBouncer.js"
 import { startPostgres, type ThrowawayPostgres } from "./harness/ThrowawayPostgres.js"
@@ -411,5 +412,107 @@ describe("ThrowawayPgBouncer", () => {
     await bouncer.start()
     const c = await connected(bouncer.port)
     expect((await c.query("select 3 as n")).rows).toEqual([{ n: 3 }])
+  })
+})
+
+describe("IntervalOracle", () => {
+  /** An oracle on a clock the test moves by hand. */
+  const manual = (options: { readonly strictFences?: boolean } = {}) => {
+    let t = 0
+    const oracle = new IntervalOracle({ now: () => t, ...options })
+    return {
+      oracle,
+      at: (ms: number): IntervalOracle => {
+        t = ms
+        return oracle
+      }
+    }
+  }
+  const tags = (oracle: IntervalOracle) => oracle.violations().map((v) => v._tag)
+
+  it("accepts back-to-back terms, including one ending at the instant the next starts", () => {
+    const { at, oracle } = manual()
+    at(0).started("a", 1n)
+    at(10).stopped("a")
+    at(10).started("b", 2n)
+    at(20).stopped("b")
+    at(25).started("b", 3n)
+    expect(oracle.violations()).toEqual([])
+    expect(() => oracle.assertSafe()).not.toThrow()
+    expect(oracle.intervals().map((i) => [i.id, i.fence, i.start, i.end])).toEqual([
+      ["a", 1n, 0, 10],
+      ["b", 2n, 10, 20],
+      ["b", 3n, 25, undefined]
+    ])
+    expect(oracle.leaders().map((i) => i.id)).toEqual(["b"])
+  })
+
+  it("reports two leaders at once, open or closed, even a long term spanning later ones", () => {
+    const { at, oracle } = manual()
+    at(0).started("a", 1n)
+    at(5).started("b", 2n)
+    expect(tags(oracle)).toEqual(["Overlap"])
+    at(6).stopped("b")
+    at(7).started("c", 3n)
+    at(8).stopped("c")
+    at(9).stopped("a")
+    expect(tags(oracle)).toEqual(["Overlap", "Overlap"])
+    expect(() => oracle.assertSafe()).toThrow(/two leaders at once: a#1 \[0\.0, 9\.0\] overlaps b#2/)
+  })
+
+  it("catches an overlap of a single millisecond", () => {
+    const { at, oracle } = manual()
+    at(0).started("a", 1n)
+    at(10.001).stopped("a")
+    at(10).started("b", 2n)
+    expect(tags(oracle)).toEqual(["Overlap"])
+  })
+
+  it("reports fences going backwards and a fence used by two participants", () => {
+    const { at, oracle } = manual()
+    at(0).started("a", 5n)
+    at(1).stopped("a")
+    at(2).started("b", 4n)
+    at(3).stopped("b")
+    at(4).started("c", 5n)
+    at(5).stopped("c")
+    expect(tags(oracle)).toEqual(["FenceWentBackwards", "FenceReused"])
+  })
+
+  it("lets one participant keep its fence across terms unless fences must be strict", () => {
+    for (const strictFences of [false, true]) {
+      const { at, oracle } = manual({ strictFences })
+      at(0).started("a", 7)
+      at(1).stopped("a")
+      at(2).started("a", 7)
+      expect(tags(oracle)).toEqual(strictFences ? ["FenceWentBackwards"] : [])
+    }
+  })
+
+  it("reports protocol misuse: starting twice, stopping without starting", () => {
+    const { at, oracle } = manual()
+    at(0).started("a", 1n)
+    at(1).started("a", 1n)
+    at(2).stopped("b")
+    expect(tags(oracle)).toEqual(["StartedTwice", "StoppedWithoutStarting"])
+  })
+
+  it("measures on one monotonic clock by default", async () => {
+    const oracle = new IntervalOracle()
+    oracle.started("a", 1n)
+    await sleep(20)
+    oracle.stopped("a")
+    const [interval] = oracle.intervals()
+    expect(interval?.end).toBeDefined()
+    expect((interval?.end ?? 0) - (interval?.start ?? 0)).toBeGreaterThanOrEqual(15)
+  })
+
+  it("assertSomeoneLeadsWithin resolves on the next start, at once if someone leads, and rejects on silence", async () => {
+    const oracle = new IntervalOracle()
+    await expect(oracle.assertSomeoneLeadsWithin(100)).rejects.toThrow(/nobody led within 100 ms/)
+    const waiting = oracle.assertSomeoneLeadsWithin(5000)
+    setTimeout(() => oracle.started("late", 9n), 50)
+    expect((await waiting).id).toBe("late")
+    expect((await oracle.assertSomeoneLeadsWithin(0)).id).toBe("late")
   })
 })
