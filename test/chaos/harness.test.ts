@@ -1,12 +1,17 @@
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
+import { promisify } from "node:util"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Mode, startProxy, type FaultProxy } from "./harness/FaultProxy.js"
 import { IntervalOracle } from "./harness/IntervalOracle.js"
-import { isAlive, sleep } from "./harness/process.js"
+import { isAlive, sleep, waitFor } from "./harness/process.js"
 import { parseVersion, startPgBouncer, supportsMaxPreparedStatements, type ThrowawayPgBouncer } from "./harness/ThrowawayPgBouncer.js"
 import { startPostgres, type ThrowawayPostgres } from "./harness/ThrowawayPostgres.js"
+import { startTopology } from "./harness/Topology.js"
+
+const execFileAsync = promisify(execFile)
 
 const clients: Array<pg.Client> = []
 
@@ -37,8 +42,19 @@ const within = <A>(promise: Promise<A>, ms: number): Promise<{ readonly value: A
     sleep(ms).then(() => "pending" as const)
   ])
 
-const errorCode = (error: unknown): unknown =>
-  typeof error === "object" && error !== null && "code" in error ? error.code : undefined
+/** The error `promise` rejects with within `ms`; fails the test if it resolves or hangs. */
+const rejection = async (promise: Promise<unknown>, ms = 5000): Promise<unknown> => {
+  const outcome = await within(promise, ms)
+  if (outcome === "pending") throw new Error(`still pending after ${ms} ms, expected a rejection`)
+  if ("value" in outcome) throw new Error("resolved, expected a rejection")
+  return outcome.error
+}
+
+/** The `code` (errno name or SQLSTATE) of the error `promise` rejects with. */
+const rejectionCode = async (promise: Promise<unknown>, ms = 5000): Promise<unknown> => {
+  const error = await rejection(promise, ms)
+  return typeof error === "object" && error !== null && "code" in error ? error.code : undefined
+}
 
 const closeClients = async (): Promise<void> => {
   await Promise.all(clients.splice(0).map((c) => within(c.end(), 1000)))
@@ -81,10 +97,8 @@ describe("FaultProxy", () => {
     const p = await fresh()
     const c = await connected(p.port)
     p.setMode(Mode.partition)
-    const broken = await within(c.query("select 1"), 5000)
-    expect(broken).toHaveProperty("error")
-    const refused = await within(client(p.port).connect(), 5000)
-    expect(refused).toHaveProperty("error")
+    await rejection(c.query("select 1"), 5000)
+    expect(await rejectionCode(client(p.port).connect(), 5000)).toBe("ECONNRESET")
     expect(p.stats().connectionsRefused).toBe(1)
     expect(p.stats().connectionsActive).toBe(0)
     p.setMode(Mode.pass)
@@ -117,7 +131,7 @@ describe("FaultProxy", () => {
     expect(p.stats().bytesDropped).toBeGreaterThan(0)
     expect(p.stats().connectionsActive).toBe(1)
     p.resetConnections()
-    expect(await within(write, 5000)).toHaveProperty("error")
+    await rejection(write, 5000)
   })
 
   it("latency delays each direction", async () => {
@@ -163,17 +177,14 @@ describe("FaultProxy", () => {
     const p = await fresh()
     p.setMode(Mode.resetOnFirstUse(2))
     for (let i = 0; i < 2; i++) {
-      const attempt = await within(client(p.port).connect(), 5000)
-      expect(attempt).toHaveProperty("error")
-      expect(errorCode((attempt as { readonly error: unknown }).error)).toBe("ECONNRESET")
+      expect(await rejectionCode(client(p.port).connect(), 5000)).toBe("ECONNRESET")
     }
     const third = await connected(p.port)
     expect((await third.query("select 3 as n")).rows).toEqual([{ n: 3 }])
     expect(p.stats().connectionsReset).toBe(2)
     p.setMode(Mode.resetOnFirstUse())
     expect((await third.query("select 4 as n")).rows).toEqual([{ n: 4 }])
-    const again = await within(client(p.port).connect(), 5000)
-    expect(errorCode((again as { readonly error: unknown }).error)).toBe("ECONNRESET")
+    expect(await rejectionCode(client(p.port).connect(), 5000)).toBe("ECONNRESET")
   })
 
   it("bandwidth slows a large reply", async () => {
@@ -213,7 +224,7 @@ describe("FaultProxy", () => {
     const p = await fresh()
     const c = await connected(p.port)
     await p.close()
-    expect(await within(c.query("select 1"), 5000)).toHaveProperty("error")
+    await rejection(c.query("select 1"), 5000)
     const rebind = net.createServer()
     await new Promise<void>((resolve, reject) => {
       rebind.once("error", reject)
@@ -258,7 +269,7 @@ describe("ThrowawayPostgres", () => {
   it("restart breaks open sessions and keeps the data", async () => {
     const c = await connected(db.port)
     await db.restart()
-    expect(await within(c.query("select 1"), 5000)).toHaveProperty("error")
+    await rejection(c.query("select 1"), 5000)
     expect(await db.sql("select v from t where k = 1")).toEqual([{ v: "one" }])
   })
 
@@ -267,8 +278,7 @@ describe("ThrowawayPostgres", () => {
     const pid = db.postmasterPid()
     await db.kill()
     expect(pid !== undefined && isAlive(pid)).toBe(false)
-    const refused = await within(client(db.port).connect(), 5000)
-    expect(errorCode((refused as { readonly error: unknown }).error)).toBe("ECONNREFUSED")
+    expect(await rejectionCode(client(db.port).connect(), 5000)).toBe("ECONNREFUSED")
     await db.start()
     expect(await db.sql("select v from t where k = 2")).toEqual([{ v: "before the crash" }])
     expect(fs.readFileSync(db.logFile, "utf8")).toMatch(/not properly shut down; automatic recovery in progress/)
@@ -284,8 +294,7 @@ describe("ThrowawayPostgres", () => {
     const c = await connected(db.port)
     await db.setReadOnly(true)
     try {
-      const write = await within(c.query("insert into t values (3, 'nope')"), 5000)
-      expect(errorCode((write as { readonly error: unknown }).error)).toBe("25006")
+      expect(await rejectionCode(c.query("insert into t values (3, 'nope')"), 5000)).toBe("25006")
       expect((await c.query("select v from t where k = 1")).rows).toEqual([{ v: "one" }])
     } finally {
       await db.setReadOnly(false)
@@ -299,8 +308,7 @@ describe("ThrowawayPostgres", () => {
     const b = await connected(db.port)
     expect(await db.terminateBackends()).toBeGreaterThanOrEqual(2)
     for (const c of [a, b]) {
-      const after = await within(c.query("select 1"), 5000)
-      expect(after).toHaveProperty("error")
+      await rejection(c.query("select 1"), 5000)
     }
     expect(await db.sql("select 1 as n")).toEqual([{ n: 1 }])
   })
@@ -309,8 +317,7 @@ describe("ThrowawayPostgres", () => {
     const c = await connected(db.port)
     await c.query("set lock_timeout = '300ms'")
     const lock = await db.lockTable("t", "ACCESS EXCLUSIVE")
-    const blocked = await within(c.query("select * from t"), 5000)
-    expect(errorCode((blocked as { readonly error: unknown }).error)).toBe("55P03")
+    expect(await rejectionCode(c.query("select * from t"), 5000)).toBe("55P03")
     await lock.release()
     await lock.release()
     expect((await c.query("select count(*)::int as n from t")).rows).toEqual([{ n: 3 }])
@@ -322,8 +329,7 @@ describe("ThrowawayPostgres", () => {
     const lock = await db.lockRow(["public", "t"], "k = 1")
     expect(lock.rows).toBe(1)
     expect((await c.query("select v from t where k = 1")).rows).toEqual([{ v: "one" }])
-    const blocked = await within(c.query("update t set v = 'uno' where k = 1"), 5000)
-    expect(errorCode((blocked as { readonly error: unknown }).error)).toBe("55P03")
+    expect(await rejectionCode(c.query("update t set v = 'uno' where k = 1"), 5000)).toBe("55P03")
     await lock.release()
     await c.query("update t set v = 'uno' where k = 1")
     expect(await db.sql("select v from t where k = 1")).toEqual([{ v: "uno" }])
@@ -384,7 +390,7 @@ describe("ThrowawayPgBouncer", () => {
     expect((await c.query("select 1 as n")).rows).toEqual([{ n: 1 }])
     const port = bouncer.port
     await bouncer.restart()
-    expect(await within(c.query("select 1"), 5000)).toHaveProperty("error")
+    await rejection(c.query("select 1"), 5000)
     expect(bouncer.port).toBe(port)
     const again = await connected(bouncer.port)
     expect((await again.query("select 2 as n")).rows).toEqual([{ n: 2 }])
@@ -407,8 +413,7 @@ describe("ThrowawayPgBouncer", () => {
   it("stop closes the listener", async () => {
     await closeClients()
     await bouncer.stop()
-    const refused = await within(client(bouncer.port).connect(), 5000)
-    expect(errorCode((refused as { readonly error: unknown }).error)).toBe("ECONNREFUSED")
+    expect(await rejectionCode(client(bouncer.port).connect(), 5000)).toBe("ECONNREFUSED")
     await bouncer.start()
     const c = await connected(bouncer.port)
     expect((await c.query("select 3 as n")).rows).toEqual([{ n: 3 }])
@@ -514,5 +519,54 @@ describe("IntervalOracle", () => {
     setTimeout(() => oracle.started("late", 9n), 50)
     expect((await waiting).id).toBe("late")
     expect((await oracle.assertSomeoneLeadsWithin(0)).id).toBe("late")
+  })
+})
+
+describe("Topology", () => {
+  it("gives each participant its own breakable path through the pooler", async () => {
+    const topology = await startTopology({ participants: ["a", "b"], pooled: true })
+    try {
+      expect(() => topology.proxy("c")).toThrow(/no participant c/)
+      const a = new pg.Client({ connectionString: topology.url("a"), connectionTimeoutMillis: 5000 })
+      const b = new pg.Client({ connectionString: topology.url("b"), connectionTimeoutMillis: 5000 })
+      for (const c of [a, b]) {
+        c.on("error", () => {})
+        clients.push(c)
+        await c.connect()
+      }
+      // Through the pooler: SHOW POOLS lists the participants' database.
+      await a.query("select 1")
+      const pools = await topology.bouncer?.admin("SHOW POOLS")
+      expect(pools?.some((row) => row["database"] === "test")).toBe(true)
+      topology.proxy("a").setMode(Mode.partition)
+      await rejection(a.query("select 1"), 5000)
+      expect((await b.query("select 'b still leads' as v")).rows).toEqual([{ v: "b still leads" }])
+      topology.setAll(Mode.partition)
+      await rejection(b.query("select 1"), 5000)
+    } finally {
+      await closeClients()
+      await topology.destroy()
+    }
+    expect(fs.existsSync(topology.db.dir)).toBe(false)
+    expect(topology.bouncer !== undefined && fs.existsSync(topology.bouncer.dir)).toBe(false)
+  })
+})
+
+describe("exit hook", () => {
+  it("kills a leftover server and removes its directory when the process exits without cleaning up", async () => {
+    const script = [
+      `import { startPostgres } from ${JSON.stringify(new URL("./harness/ThrowawayPostgres.ts", import.meta.url).pathname)}`,
+      "const db = await startPostgres()",
+      "console.log(JSON.stringify({ pid: db.postmasterPid(), dir: db.dir }))",
+      "process.exit(0)"
+    ].join("\n")
+    const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: new URL("../..", import.meta.url).pathname,
+      timeout: 60_000
+    })
+    const left = JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as { readonly pid?: number; readonly dir?: string }
+    expect(left.pid).toBeGreaterThan(0)
+    await waitFor("the orphaned postmaster to die", () => left.pid !== undefined && !isAlive(left.pid), 10_000)
+    expect(left.dir !== undefined && fs.existsSync(left.dir)).toBe(false)
   })
 })
