@@ -2,6 +2,8 @@ import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import { promisify } from "node:util"
+import { it as effectIt } from "@effect/vitest"
+import { Effect } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Mode, startProxy, type FaultProxy } from "./harness/FaultProxy.js"
@@ -9,6 +11,7 @@ import { IntervalOracle } from "./harness/IntervalOracle.js"
 import { isAlive, sleep, waitFor } from "./harness/process.js"
 import { parseVersion, startPgBouncer, supportsMaxPreparedStatements, type ThrowawayPgBouncer } from "./harness/ThrowawayPgBouncer.js"
 import { startPostgres, type ThrowawayPostgres } from "./harness/ThrowawayPostgres.js"
+import { topologyScoped } from "./harness/scoped.js"
 import { startTopology } from "./harness/Topology.js"
 
 const execFileAsync = promisify(execFile)
@@ -55,6 +58,14 @@ const rejectionCode = async (promise: Promise<unknown>, ms = 5000): Promise<unkn
   const error = await rejection(promise, ms)
   return typeof error === "object" && error !== null && "code" in error ? error.code : undefined
 }
+
+/** Whether a listener can bind 127.0.0.1:port right now, i.e. nobody holds it. */
+const canListen = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = net.createServer()
+    server.once("error", () => resolve(false))
+    server.listen({ host: "127.0.0.1", port }, () => server.close(() => resolve(true)))
+  })
 
 const closeClients = async (): Promise<void> => {
   await Promise.all(clients.splice(0).map((c) => within(c.end(), 1000)))
@@ -225,12 +236,7 @@ describe("FaultProxy", () => {
     const c = await connected(p.port)
     await p.close()
     await rejection(c.query("select 1"), 5000)
-    const rebind = net.createServer()
-    await new Promise<void>((resolve, reject) => {
-      rebind.once("error", reject)
-      rebind.listen({ host: "127.0.0.1", port: p.port }, resolve)
-    })
-    await new Promise((resolve) => rebind.close(resolve))
+    expect(await canListen(p.port)).toBe(true)
   })
 })
 
@@ -569,4 +575,21 @@ describe("exit hook", () => {
     await waitFor("the orphaned postmaster to die", () => left.pid !== undefined && !isAlive(left.pid), 10_000)
     expect(left.dir !== undefined && fs.existsSync(left.dir)).toBe(false)
   })
+})
+
+describe("scoped resources", () => {
+  effectIt.live("a topology lives exactly as long as its scope", () =>
+    Effect.gen(function*() {
+      const topology = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const topology = yield* topologyScoped({ participants: ["a"] })
+          const rows = yield* Effect.promise(() => topology.db.sql<{ n: number }>("select 1 as n"))
+          expect(rows).toEqual([{ n: 1 }])
+          expect(topology.proxy("a").port).toBeGreaterThan(0)
+          return topology
+        })
+      )
+      expect(fs.existsSync(topology.db.dir)).toBe(false)
+      expect(yield* Effect.promise(() => canListen(topology.proxy("a").port))).toBe(true)
+    }))
 })
