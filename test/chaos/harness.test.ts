@@ -117,7 +117,7 @@ describe("FaultProxy", () => {
     expect((await healed.query("select 1 as n")).rows).toEqual([{ n: 1 }])
   })
 
-  it("blackhole hangs a query while its socket stays open, then delivers in order when healed", async () => {
+  it("blackhole hangs queries and handshakes while sockets stay open, then delivers when healed", async () => {
     const p = await fresh()
     const c = await connected(p.port)
     let socketEvents = 0
@@ -128,8 +128,12 @@ describe("FaultProxy", () => {
     expect(await within(query, 1500)).toBe("pending")
     expect(p.stats().connectionsActive).toBe(1)
     expect(socketEvents).toBe(0)
+    // A new connection is accepted but its handshake hangs too.
+    const newcomer = client(p.port).connect()
+    expect(await within(newcomer, 1000)).toBe("pending")
     p.setMode(Mode.pass)
     expect((await query).rows).toEqual([{ v: "through the hole" }])
+    await newcomer
   })
 
   it("dropReplies lands a write whose reply never arrives", async () => {
