@@ -3,7 +3,8 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import { promisify } from "node:util"
 import { it as effectIt } from "@effect/vitest"
-import { Effect } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Mode, startProxy, type FaultProxy } from "./harness/FaultProxy.js"
@@ -596,4 +597,14 @@ describe("scoped resources", () => {
       expect(fs.existsSync(topology.db.dir)).toBe(false)
       expect(yield* Effect.promise(() => canListen(topology.proxy("a").port))).toBe(true)
     }))
+
+  effectIt.live("@effect/sql-pg reaches the database through a participant's proxy and the pooler", () =>
+    Effect.gen(function*() {
+      const topology = yield* topologyScoped({ participants: ["a"], pooled: true })
+      const client = PgClient.layer({ url: Redacted.make(topology.url("a")), maxConnections: 2 })
+      const rows = yield* Effect.flatMap(PgClient.PgClient, (sql) => sql<{ n: number }>`select ${41}::int + 1 as n`)
+        .pipe(Effect.provide(client), Effect.orDie)
+      expect(rows).toEqual([{ n: 42 }])
+      expect(topology.proxy("a").stats().bytesUp).toBeGreaterThan(0)
+    }).pipe(Effect.scoped))
 })
