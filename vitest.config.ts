@@ -1,8 +1,10 @@
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
 
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // Real-server chaos runs separately: `npm run test:chaos`.
+    exclude: [...configDefaults.exclude, "test/chaos/**"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     coverage: {

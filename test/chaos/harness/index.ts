@@ -1,0 +1,7 @@
+export * from "./FaultProxy.js"
+export * from "./IntervalOracle.js"
+export * from "./ThrowawayPgBouncer.js"
+export * from "./ThrowawayPostgres.js"
+export * from "./Topology.js"
+export { sleep, waitFor } from "./process.js"
+export * from "./scoped.js"
