@@ -249,6 +249,18 @@ describe("PgStore schema", () => {
     }))
 })
 
+describe("PgStore errors", () => {
+  it.live("a lost lease and a missing record fail with readable typed errors", () =>
+    withStore(directUrl, { table: directTable, ensureSchema: true }, (store) =>
+      Effect.gen(function*() {
+        const name = uniqueName("messages")
+        const missing = yield* Effect.flip(store.inspect(name))
+        expect(missing.message).toBe(`no lease record for "${name}"`)
+        const lost = yield* Effect.flip(store.renew(name, "a", 7n, Duration.seconds(5), null))
+        expect(lost.message).toBe(`lease "${name}" is no longer held by a under fence 7`)
+      })))
+})
+
 describe("PgStore over a caller's pool", () => {
   it.live("PgStore.layer runs on the given pool and leaves it to the caller", () =>
     Effect.gen(function*() {

@@ -6,7 +6,7 @@
  */
 import { SqlError } from "@effect/sql/SqlError"
 import * as Data from "effect/Data"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Predicate from "effect/Predicate"
 import { type Operation, StoreError } from "../../Store.js"
 import { ConfigError } from "./config.js"
@@ -29,7 +29,7 @@ export class OperationTimeout extends Data.TaggedError("PgStoreOperationTimeout"
   readonly timeout: Duration.Duration
 }> {
   override get message(): string {
-    return `no answer from the database within ${this.timeout.toString()}`
+    return `no answer from the database within ${Duration.format(this.timeout)}`
   }
 }
 
