@@ -94,6 +94,12 @@ export const defaultTable = "leader_election"
 /**
  * @since 0.1.0
  * @category models
+ * @example
+ * ```ts
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const options: PgStore.PgStoreOptions = { schema: "ops", table: "elections", operationTimeout: "2 seconds" }
+ * ```
  */
 export interface PgStoreOptions {
   /** Schema of the table. Defaults to none: the name resolves through `search_path`. */
@@ -115,6 +121,14 @@ export interface PgStoreOptions {
  *
  * @since 0.1.0
  * @category models
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * declare const store: PgStore.PgStore
+ * const ready = Effect.as(store.ensureSchema, store)
+ * ```
  */
 export interface PgStore extends StoreShape {
   /** The quoted, possibly schema-qualified table name. */
@@ -255,6 +269,13 @@ const provide = (store: Effect.Effect<PgStore, ConfigError>, options: PgStoreOpt
 /**
  * @since 0.1.0
  * @category models
+ * @example
+ * ```ts
+ * import { Pool } from "pg"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const options: PgStore.PgStoreLayerOptions = { pool: new Pool(), table: "elections" }
+ * ```
  */
 export interface PgStoreLayerOptions extends PgStoreOptions {
   /** The pool statements run on. The caller owns it (and ends it). */
@@ -283,6 +304,12 @@ export const layer = (options: PgStoreLayerOptions): Layer.Layer<Store, ConfigEr
 /**
  * @since 0.1.0
  * @category models
+ * @example
+ * ```ts
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const options: PgStore.PgStoreUrlOptions = { maxConnections: 2, maxLifetime: "1 minute" }
+ * ```
  */
 export interface PgStoreUrlOptions extends PgStoreOptions {
   /** Connections in the pool. Defaults to 4. */

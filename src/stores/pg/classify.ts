@@ -38,6 +38,12 @@ export class OperationTimeout extends Data.TaggedError("PgStoreOperationTimeout"
  *
  * @since 0.1.0
  * @category models
+ * @example
+ * ```ts
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const verdict: PgStore.Classification = PgStore.classify(new Error("Connection terminated unexpectedly"))
+ * ```
  */
 export interface Classification {
   readonly retryable: boolean
