@@ -5,6 +5,7 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // Real-server chaos runs separately: `npm run test:chaos`.
     exclude: [...configDefaults.exclude, "test/chaos/**"],
+    globalSetup: ["test/support/globalSetup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     coverage: {

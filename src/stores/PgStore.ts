@@ -1,0 +1,384 @@
+/**
+ * The PostgreSQL store, over node-postgres (the driver under
+ * `@effect/sql-pg`).
+ *
+ * Each operation is one statement that also reports the database's `now()`,
+ * so a lease's TTL comes from one clock read on one server (see the rounding
+ * note on {@link make}). Nothing is session-scoped: no advisory locks,
+ * LISTEN/NOTIFY, SET, temporary tables or named prepared statements, so the
+ * store works unchanged behind PgBouncer in transaction pooling mode.
+ *
+ * Statements run on connections checked out of a `pg.Pool`. An interrupted or
+ * timed-out call gives control back at once and destroys its connection
+ * instead of returning it to the pool: a connection whose server stopped
+ * answering is never handed out again. (`@effect/sql-pg`'s `PgClient` would
+ * wait up to 5 s on `pg_cancel_backend` and then reuse the wedged
+ * connection.) A `PgClient` can share the pool through
+ * `PgClient.layerFromPool`.
+ *
+ * @since 0.1.0
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { constVoid } from "effect/Function"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { Pool } from "pg"
+import type { Lease } from "../Lease.js"
+import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
+import { OperationTimeout, toStoreError } from "./pg/classify.js"
+import { ConfigError, quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
+import { type Param, query, type Row } from "./pg/query.js"
+import { ddl, statements } from "./pg/sql.js"
+
+export {
+  /**
+   * @since 0.1.0
+   * @category classification
+   */
+  type Classification,
+  /**
+   * @since 0.1.0
+   * @category classification
+   */
+  classify,
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  OperationTimeout,
+  /**
+   * @since 0.1.0
+   * @category classification
+   */
+  toStoreError
+} from "./pg/classify.js"
+export {
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  ConfigError,
+  /**
+   * @since 0.1.0
+   * @category validation
+   */
+  quoteIdentifier,
+  /**
+   * @since 0.1.0
+   * @category validation
+   */
+  validateIdentifier,
+  /**
+   * @since 0.1.0
+   * @category validation
+   */
+  validateUrl
+} from "./pg/config.js"
+
+/**
+ * The table the store uses unless told otherwise.
+ *
+ * @since 0.1.0
+ * @category constants
+ * @example
+ * ```ts
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * PgStore.defaultTable // "leader_election"
+ * ```
+ */
+export const defaultTable = "leader_election"
+
+/**
+ * @since 0.1.0
+ * @category models
+ * @example
+ * ```ts
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const options: PgStore.PgStoreOptions = { schema: "ops", table: "elections", operationTimeout: "2 seconds" }
+ * ```
+ */
+export interface PgStoreOptions {
+  /** Schema of the table. Defaults to none: the name resolves through `search_path`. */
+  readonly schema?: string | undefined
+  /** Defaults to {@link defaultTable}. */
+  readonly table?: string | undefined
+  /**
+   * Bounds every statement, connecting included. On expiry the call fails
+   * with a retryable `StoreError` and its connection is destroyed. Defaults
+   * to 3 seconds, the elector's default operation timeout.
+   */
+  readonly operationTimeout?: Duration.DurationInput | undefined
+  /** Run {@link PgStore.ensureSchema} when the layer is built. Defaults to false. */
+  readonly ensureSchema?: boolean | undefined
+}
+
+/**
+ * The PostgreSQL store: the `Store` operations, plus its DDL.
+ *
+ * @since 0.1.0
+ * @category models
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * declare const store: PgStore.PgStore
+ * const ready = Effect.as(store.ensureSchema, store)
+ * ```
+ */
+export interface PgStore extends StoreShape {
+  /** The quoted, possibly schema-qualified table name. */
+  readonly table: string
+  /**
+   * Creates the table if it does not exist. Idempotent, and safe when many
+   * replicas run it at once. The schema itself must exist.
+   */
+  readonly ensureSchema: Effect.Effect<void, StoreError>
+}
+
+const qualifiedName = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
+  Either.all([
+    schemaName === "" ? Either.right("") : Either.map(validateIdentifier("schema", schemaName), quoteIdentifier),
+    Either.map(validateIdentifier("table", table), quoteIdentifier)
+  ]).pipe(Either.map(([s, t]) => s === "" ? t : `${s}.${t}`))
+
+/**
+ * The DDL for the table: what {@link PgStore.ensureSchema} runs, for
+ * deployments that apply DDL through their own migration tool. An empty
+ * `schemaName` leaves the table unqualified. Keep the `fillfactor`: the row is
+ * rewritten on every renewal, and the free space keeps those updates HOT.
+ *
+ * @since 0.1.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const statement = Either.getOrThrow(PgStore.schema("", PgStore.defaultTable))
+ * ```
+ */
+export const schema = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
+  Either.map(qualifiedName(schemaName, table), ddl)
+
+const positiveDuration = (field: string, input: Duration.DurationInput): Either.Either<Duration.Duration, ConfigError> =>
+  Option.match(Duration.decodeUnknown(input), {
+    onNone: () => Either.left(new ConfigError({ field, reason: "is not a duration" })),
+    onSome: (duration) =>
+      Duration.isFinite(duration) && Duration.greaterThan(duration, Duration.zero)
+        ? Either.right(duration)
+        : Either.left(new ConfigError({ field, reason: `must be positive and finite, got ${Duration.format(duration)}` }))
+  })
+
+const microseconds = (ttl: Duration.Duration): string => (Duration.unsafeToNanos(ttl) / 1000n).toString()
+
+const bytes = (payload: Uint8Array | null): Buffer | null =>
+  payload === null ? null : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
+
+const text = (row: Row, column: string): string => row[column] ?? ""
+
+const toLease = (row: Row): Lease => {
+  const payload = row["payload"] ?? null
+  return {
+    name: text(row, "name"),
+    holder: text(row, "holder"),
+    fence: BigInt(text(row, "fence")),
+    payload: payload === null ? null : new Uint8Array(Buffer.from(payload, "hex")),
+    acquiredAt: new Date(Number(text(row, "acquired_at"))),
+    renewedAt: new Date(Number(text(row, "renewed_at"))),
+    expiresAt: new Date(Number(text(row, "expires_at"))),
+    now: new Date(Number(text(row, "now")))
+  }
+}
+
+/** Errors a concurrent `CREATE TABLE IF NOT EXISTS` raises when another replica won the race. */
+const lostCreateRace = (error: StoreError): boolean => error.code === "23505" || error.code === "42P07"
+
+/**
+ * Builds the store over a pool the caller owns.
+ *
+ * Instants: PostgreSQL keeps microseconds, a `Date` milliseconds. The
+ * reported `now` is the statement's `now()` rounded up to the millisecond and
+ * every stored instant is reported rounded down, so `Lease.ttl` can come out
+ * shorter than the database's TTL, never longer. Leases are written from the
+ * rounded-up `now`, so a fresh lease reports exactly the TTL that was asked.
+ * The TTL is sent as a whole number of microseconds.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Duration, Effect } from "effect"
+ * import { Pool } from "pg"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const pool = new Pool({ connectionString: "postgres://app@db:5432/app" })
+ * const program = Effect.gen(function* () {
+ *   const store = yield* PgStore.make(pool, { table: "elections" })
+ *   yield* store.ensureSchema
+ *   return yield* store.acquire("jobs", "a", Duration.seconds(15), null)
+ * })
+ * ```
+ */
+export const make = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, ConfigError> =>
+  Effect.gen(function*() {
+    const table = yield* qualifiedName(options.schema ?? "", options.table ?? defaultTable)
+    const timeout = yield* positiveDuration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
+    const sql = statements(table)
+    const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
+      query(pool, statement, values).pipe(
+        Effect.timeoutFail({ duration: timeout, onTimeout: () => new OperationTimeout({ timeout }) }),
+        Effect.mapError((error) => toStoreError(operation, error))
+      )
+    return {
+      table,
+      ensureSchema: run("ensureSchema", ddl(table), []).pipe(
+        Effect.catchIf(lostCreateRace, () => Effect.void),
+        Effect.asVoid
+      ),
+      acquire: (name, identity, ttl, payload) =>
+        run("acquire", sql.acquire, [name, identity, microseconds(ttl), bytes(payload)]).pipe(
+          Effect.map((result) => toLease(result.rows[0] ?? {}))
+        ),
+      renew: (name, identity, fence, ttl, payload) =>
+        run("renew", sql.renew, [name, identity, fence.toString(), microseconds(ttl), bytes(payload)])
+          .pipe(
+            Effect.flatMap((result) =>
+              result.rows[0] === undefined
+                ? Effect.fail(new LeaseLost({ name, identity, fence }))
+                : Effect.succeed(toLease(result.rows[0]))
+            )
+          ),
+      release: (name, identity, fence) => Effect.asVoid(run("release", sql.release, [name, identity, fence.toString()])),
+      inspect: (name) =>
+        run("inspect", sql.inspect, [name]).pipe(
+          Effect.flatMap((result) =>
+            result.rows[0] === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(toLease(result.rows[0]))
+          )
+        )
+    }
+  })
+
+const provide = (store: Effect.Effect<PgStore, ConfigError>, options: PgStoreOptions) =>
+  Effect.tap(store, (store) => options.ensureSchema === true ? store.ensureSchema : Effect.void)
+
+/**
+ * @since 0.1.0
+ * @category models
+ * @example
+ * ```ts
+ * import { Pool } from "pg"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const options: PgStore.PgStoreLayerOptions = { pool: new Pool(), table: "elections" }
+ * ```
+ */
+export interface PgStoreLayerOptions extends PgStoreOptions {
+  /** The pool statements run on. The caller owns it (and ends it). */
+  readonly pool: Pool
+}
+
+/**
+ * The store as a layer over a pool the caller owns, e.g. one shared with a
+ * `PgClient` built by `PgClient.layerFromPool`. Configure that pool for your
+ * deployment; {@link layerFromUrl} does it for transaction pooling.
+ *
+ * @since 0.1.0
+ * @category layers
+ * @example
+ * ```ts
+ * import { Pool } from "pg"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const pool = new Pool({ connectionString: "postgres://app@db:5432/app", max: 4 })
+ * const StoreLive = PgStore.layer({ pool, ensureSchema: true })
+ * ```
+ */
+export const layer = (options: PgStoreLayerOptions): Layer.Layer<Store, ConfigError | StoreError> =>
+  Layer.effect(Store, provide(make(options.pool, options), options))
+
+/**
+ * @since 0.1.0
+ * @category models
+ * @example
+ * ```ts
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const options: PgStore.PgStoreUrlOptions = { maxConnections: 2, maxLifetime: "1 minute" }
+ * ```
+ */
+export interface PgStoreUrlOptions extends PgStoreOptions {
+  /** Connections in the pool. Defaults to 4. */
+  readonly maxConnections?: number | undefined
+  /** An idle connection is closed after this long. Defaults to 30 seconds. */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+  /** No connection is used for longer than this. Defaults to 5 minutes. */
+  readonly maxLifetime?: Duration.DurationInput | undefined
+}
+
+/**
+ * The store as a layer that owns its pool, configured to be safe behind a
+ * transaction-pooling proxy such as PgBouncer:
+ *
+ * - no named (server-side) prepared statements: node-postgres only names a
+ *   statement when asked to, and the store never asks; every statement is
+ *   an unnamed Parse/Bind/Execute in its own implicit transaction;
+ * - no session state, and no startup parameters a pooler would refuse;
+ * - bounded connection lifetime (`maxLifetime`) and idle timeout, so the pool
+ *   sheds connections a pooler or server restart left behind;
+ * - health: TCP keepalive on every socket, pg-pool evicts idle connections
+ *   whose socket fails, and any connection whose statement failed at the
+ *   transport level, timed out or was interrupted is destroyed;
+ * - the caller gets control back at the operation timeout, connecting
+ *   included; a connection attempt it abandoned is given up by the pool after
+ *   twice that.
+ *
+ * A URL that does not parse, or whose scheme is not `postgres:` or
+ * `postgresql:`, fails the layer with a {@link ConfigError}.
+ *
+ * @since 0.1.0
+ * @category layers
+ * @example
+ * ```ts
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const StoreLive = PgStore.layerFromUrl("postgres://app@pgbouncer:6432/app", { ensureSchema: true })
+ * ```
+ */
+export const layerFromUrl = (
+  url: string,
+  options: PgStoreUrlOptions = {}
+): Layer.Layer<Store, ConfigError | StoreError> =>
+  Layer.scoped(
+    Store,
+    Effect.gen(function*() {
+      const connectionString = yield* validateUrl(url)
+      const timeout = yield* positiveDuration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
+      const idle = yield* positiveDuration("idleTimeout", options.idleTimeout ?? Duration.seconds(30))
+      const lifetime = yield* positiveDuration("maxLifetime", options.maxLifetime ?? Duration.minutes(5))
+      const max = options.maxConnections ?? 4
+      if (!Number.isSafeInteger(max) || max < 1) {
+        return yield* new ConfigError({ field: "maxConnections", reason: `must be a positive integer, got ${max}` })
+      }
+      const pool = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          new Pool({
+            connectionString,
+            max,
+            idleTimeoutMillis: Duration.toMillis(idle),
+            maxLifetimeSeconds: Duration.toSeconds(lifetime),
+            connectionTimeoutMillis: 2 * Duration.toMillis(timeout),
+            keepAlive: true,
+            application_name: "effect-leaderelection"
+          }).on("error", constVoid)
+        ),
+        // A pool whose server stopped answering may never finish saying goodbye.
+        (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(timeout))
+      )
+      return yield* provide(make(pool, { ...options, operationTimeout: timeout }), options)
+    })
+  )

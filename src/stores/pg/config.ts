@@ -1,0 +1,105 @@
+/**
+ * Construction-time validation for the PostgreSQL store: identifiers and
+ * connection URLs are refused with a typed error naming the field and the
+ * reason, before anything reaches the database.
+ *
+ * @since 0.1.0
+ */
+import * as Data from "effect/Data"
+import * as Either from "effect/Either"
+
+/**
+ * An option given to the PostgreSQL store cannot be used.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * new PgStore.ConfigError({ field: "table", reason: "must not be empty" }).message
+ * // 'invalid PgStore option "table": must not be empty'
+ * ```
+ */
+export class ConfigError extends Data.TaggedError("PgStoreConfigError")<{
+  readonly field: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid PgStore option "${this.field}": ${this.reason}`
+  }
+}
+
+/** PostgreSQL's NAMEDATALEN - 1: longer names are silently truncated by the server. */
+const maxIdentifierBytes = 63
+
+const loneSurrogate = /\p{Cs}/u
+
+/**
+ * Checks that `value` names exactly one PostgreSQL identifier once quoted:
+ * not empty, no NUL (the protocol cannot carry it), well-formed Unicode (a
+ * lone surrogate would be sent as U+FFFD and name another object) and at most
+ * 63 bytes of UTF-8 (the server would truncate it and name another object).
+ *
+ * @since 0.1.0
+ * @category validation
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * Either.isLeft(PgStore.validateIdentifier("table", "")) // true
+ * ```
+ */
+export const validateIdentifier = (field: string, value: string): Either.Either<string, ConfigError> => {
+  const reason = value.length === 0
+    ? "must not be empty"
+    : value.includes("\u0000")
+    ? "must not contain a NUL character"
+    : loneSurrogate.test(value)
+    ? "must be well-formed Unicode (it contains a lone surrogate)"
+    : Buffer.byteLength(value, "utf8") > maxIdentifierBytes
+    ? `must be at most ${maxIdentifierBytes} bytes of UTF-8, got ${Buffer.byteLength(value, "utf8")}`
+    : undefined
+  return reason === undefined ? Either.right(value) : Either.left(new ConfigError({ field, reason }))
+}
+
+/**
+ * Quotes an identifier for PostgreSQL: wrapped in double quotes, embedded
+ * double quotes doubled. The result always names exactly `value`, case and
+ * all; validate it first with {@link validateIdentifier}.
+ *
+ * @since 0.1.0
+ * @category validation
+ * @example
+ * ```ts
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * PgStore.quoteIdentifier('my "odd" table') // '"my ""odd"" table"'
+ * ```
+ */
+export const quoteIdentifier = (value: string): string => `"${value.replaceAll("\"", "\"\"")}"`
+
+/**
+ * Validates a connection URL: it must parse and use the `postgres:` or
+ * `postgresql:` scheme.
+ *
+ * @since 0.1.0
+ * @category validation
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * Either.isRight(PgStore.validateUrl("postgres://app@db:5432/app")) // true
+ * ```
+ */
+export const validateUrl = (url: string): Either.Either<string, ConfigError> => {
+  if (!URL.canParse(url)) {
+    return Either.left(new ConfigError({ field: "url", reason: "is not a URL" }))
+  }
+  const scheme = new URL(url).protocol
+  return scheme === "postgres:" || scheme === "postgresql:"
+    ? Either.right(url)
+    : Either.left(new ConfigError({ field: "url", reason: `scheme must be postgres: or postgresql:, got ${scheme}` }))
+}

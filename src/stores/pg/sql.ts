@@ -1,0 +1,94 @@
+/**
+ * The SQL of the PostgreSQL store: one statement per operation.
+ *
+ * Time. Every statement reads the clock once, as `now()` (the start of its
+ * own implicit transaction, so every mention of it inside one statement is
+ * the same instant). PostgreSQL keeps microseconds and a JS `Date`
+ * milliseconds, so instants are rounded in the direction that can only make
+ * a lease look SHORTER than the database will hold it: the `now` a statement
+ * reports is `now()` rounded UP to the millisecond, and every stored instant
+ * is reported rounded DOWN. Leases written here start on that rounded-up
+ * millisecond, so `expiresAt - now` is exactly the TTL that was asked for,
+ * while expiry itself is always decided against the true `now()`.
+ *
+ * @internal
+ */
+
+/** `now()` rounded up to the millisecond. */
+const nowCeil = "date_trunc('milliseconds', now() + interval '999 microseconds')"
+
+/** A stored instant as epoch milliseconds, rounded down, in text. */
+const millis = (column: string): string =>
+  `(extract(epoch from date_trunc('milliseconds', ${column})) * 1000)::int8::text`
+
+/** Every column as text, so that no type parser configured on the pool can change what is decoded. */
+const columns = [
+  "name",
+  "holder",
+  "fence::text AS fence",
+  "encode(payload, 'hex') AS payload",
+  `${millis("acquired_at")} AS acquired_at`,
+  `${millis("renewed_at")} AS renewed_at`,
+  `${millis("expires_at")} AS expires_at`,
+  `(extract(epoch from ${nowCeil}) * 1000)::int8::text AS now`
+].join(", ")
+
+const expiry = (ttlParam: string): string => `${nowCeil} + ${ttlParam}::int8 * interval '1 microsecond'`
+
+const expired = "l.expires_at <= now()"
+const wins = `(${expired} OR l.holder = excluded.holder)`
+
+/** The statements of one table. Parameters: see each field. */
+export interface Statements {
+  /** $1 name, $2 identity, $3 ttl in microseconds, $4 payload. */
+  readonly acquire: string
+  /** $1 name, $2 identity, $3 fence, $4 ttl in microseconds, $5 payload. */
+  readonly renew: string
+  /** $1 name, $2 identity, $3 fence. */
+  readonly release: string
+  /** $1 name. */
+  readonly inspect: string
+}
+
+/**
+ * `table` is an already quoted, possibly schema-qualified name.
+ *
+ * acquire always takes the DO UPDATE branch and decides with CASE rather than
+ * with `DO UPDATE ... WHERE`: a losing upsert returns no row, and a fallback
+ * SELECT in the same statement reads the statement's snapshot, which does not
+ * contain a row that a concurrent winner has just committed. Writing the row
+ * back unchanged instead returns the winner's latest version in every case
+ * (the update is HOT thanks to fillfactor 70).
+ */
+export const statements = (table: string): Statements => ({
+  acquire: `INSERT INTO ${table} AS l (name, holder, fence, acquired_at, renewed_at, expires_at, payload)
+VALUES ($1, $2, 1, ${nowCeil}, ${nowCeil}, ${expiry("$3")}, $4::bytea)
+ON CONFLICT (name) DO UPDATE SET
+  holder = CASE WHEN ${expired} THEN excluded.holder ELSE l.holder END,
+  fence = CASE WHEN ${expired} THEN l.fence + 1 ELSE l.fence END,
+  acquired_at = CASE WHEN ${expired} THEN excluded.acquired_at ELSE l.acquired_at END,
+  renewed_at = CASE WHEN ${wins} THEN excluded.renewed_at ELSE l.renewed_at END,
+  expires_at = CASE WHEN ${wins} THEN excluded.expires_at ELSE l.expires_at END,
+  payload = CASE WHEN ${wins} THEN excluded.payload ELSE l.payload END
+RETURNING ${columns}`,
+  renew: `UPDATE ${table}
+SET renewed_at = ${nowCeil}, expires_at = ${expiry("$4")}, payload = $5::bytea
+WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()
+RETURNING ${columns}`,
+  release: `UPDATE ${table}
+SET expires_at = now()
+WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()`,
+  inspect: `SELECT ${columns} FROM ${table} WHERE name = $1`
+})
+
+/** The DDL, exactly as the reference describes it, for an already quoted name. */
+export const ddl = (table: string): string =>
+  `CREATE TABLE IF NOT EXISTS ${table} (
+    name        text        PRIMARY KEY,
+    holder      text        NOT NULL,
+    fence       bigint      NOT NULL,
+    acquired_at timestamptz NOT NULL,
+    renewed_at  timestamptz NOT NULL,
+    expires_at  timestamptz NOT NULL,
+    payload     bytea
+) WITH (fillfactor = 70);`
