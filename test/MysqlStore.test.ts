@@ -6,6 +6,7 @@ import * as MysqlCallback from "mysql2"
 import * as Mysql from "mysql2/promise"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
+import * as Sql from "../src/stores/mysql/statements.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import { storeSuite, uniqueName } from "./storetest/suite.js"
 import { makeProxy } from "./support/proxy.js"
@@ -113,6 +114,46 @@ describe("MysqlStore schema", () => {
       expect(renewed._tag).toBe("LeaseLost")
       expect(renewed.message).toBe(`lease "${base}A" is no longer held by ${base}A  under fence ${held.fence}`)
     }).pipe(Effect.provide(MysqlClient.layer({ url: Redacted.make(url) }))))
+})
+
+describe("MysqlStore takeover statement", () => {
+  it.scopedLive("means the same whether ON DUPLICATE KEY UPDATE assigns left to right or simultaneously", () =>
+    Effect.gen(function*() {
+      const connection = yield* admin
+      const [[version]] = yield* Effect.promise(() =>
+        connection.query<Array<Mysql.RowDataPacket>>("SELECT VERSION() AS v")
+      )
+      // SIMULTANEOUS_ASSIGNMENT is MariaDB's; MySQL always assigns left to right.
+      const modes = String(version!["v"]).includes("MariaDB") ? ["", "SIMULTANEOUS_ASSIGNMENT"] : [""]
+      for (const mode of modes) {
+        // Session state on this test's own connection only, never the store's.
+        yield* Effect.promise(() => connection.query("SET SESSION sql_mode = CONCAT(@@GLOBAL.sql_mode, ?)", [mode === "" ? "" : `,${mode}`]))
+        const name = freshTable(`upsert${mode === "" ? "" : "_sim"}`)
+        const quoted = MysqlStore.quoteIdentifier(name)
+        yield* Effect.promise(() => connection.query(Sql.createTable(quoted)))
+        const upsert = (who: string, payload: number) =>
+          Effect.promise(async () => {
+            const bytes = Buffer.from([payload])
+            await connection.query(Sql.upsert(quoted), ["e", who, 60_000_000, bytes, who, bytes, who, who, who, 60_000_000])
+            const [[row]] = await connection.query<Array<Mysql.RowDataPacket>>(
+              `SELECT CAST(holder AS CHAR) AS holder, fence, HEX(payload) AS payload, acquired_at = renewed_at AS fresh, ` +
+                `expires_at > UTC_TIMESTAMP(6) AS valid FROM ${quoted} WHERE name = 'e'`
+            )
+            return { holder: row!["holder"], fence: Number(row!["fence"]), payload: row!["payload"], fresh: row!["fresh"], valid: row!["valid"] }
+          })
+        const expire = Effect.promise(() =>
+          connection.query(`UPDATE ${quoted} SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE name = 'e'`)
+        )
+        expect(yield* upsert("a", 1)).toEqual({ holder: "a", fence: 1, payload: "01", fresh: 1, valid: 1 })
+        expect(yield* upsert("b", 2)).toEqual({ holder: "a", fence: 1, payload: "01", fresh: 1, valid: 1 })
+        yield* Effect.sleep("5 millis")
+        expect(yield* upsert("a", 3)).toEqual({ holder: "a", fence: 1, payload: "03", fresh: 0, valid: 1 })
+        yield* expire
+        expect(yield* upsert("b", 4)).toEqual({ holder: "b", fence: 2, payload: "04", fresh: 1, valid: 1 })
+        yield* expire
+        expect(yield* upsert("b", 5)).toEqual({ holder: "b", fence: 3, payload: "05", fresh: 1, valid: 1 })
+      }
+    }))
 })
 
 describe("MysqlStore identifier quoting", () => {
