@@ -13,6 +13,11 @@
  * had open. Nothing a failed call did can survive it, and a wedged
  * connection can never be handed to the next caller.
  *
+ * A slot can stay taken after an interruption: a connection still in its
+ * handshake cannot be reached through mysql2's pool, so it holds its slot
+ * until `connectTimeout` fails it. That bounds how long a healed path waits
+ * for a free slot; `connectTimeout` is the knob.
+ *
  * Statements go through mysql2's `query` (COM_QUERY, values escaped by the
  * driver), never `execute`: server-side prepared statements live in the
  * session, which a multiplexing proxy such as ProxySQL has to pin or track.
