@@ -11,6 +11,7 @@ export type ProxyMode =
   | { readonly _tag: "pass" }
   | { readonly _tag: "partition" }
   | { readonly _tag: "blackhole" }
+  | { readonly _tag: "sinkhole" }
   | { readonly _tag: "latency"; readonly ms: number; readonly jitterMs: number }
   | { readonly _tag: "dropReplies" }
   | { readonly _tag: "resetOnFirstUse"; readonly times: number }
@@ -27,6 +28,12 @@ export const Mode = {
    * would after a short outage.
    */
   blackhole: { _tag: "blackhole" } as ProxyMode,
+  /**
+   * Forward nothing in either direction and throw the bytes away, keeping
+   * connections open: a path that lost its state (a NAT or a firewall that
+   * forgot the flow). After healing, what was in flight never arrives.
+   */
+  sinkhole: { _tag: "sinkhole" } as ProxyMode,
   /** Delay every chunk in each direction by `ms + random(0..jitterMs)`, preserving order. */
   latency: (ms: number, jitterMs = 0): ProxyMode => ({ _tag: "latency", ms, jitterMs }),
   /** Deliver client->server bytes; discard server->client bytes; keep connections open. */
@@ -46,7 +53,7 @@ export interface ProxyStats {
   readonly bytesUp: number
   /** Bytes written to clients (server->client). */
   readonly bytesDown: number
-  /** Bytes discarded by `dropReplies`. */
+  /** Bytes discarded by `dropReplies` and `sinkhole`. */
   readonly bytesDropped: number
   readonly connectionsAccepted: number
   readonly connectionsActive: number
@@ -167,7 +174,7 @@ class Lane {
     while (head !== undefined && head.readyAt <= now) {
       this.queue.shift()
       this.queuedBytes -= head.data.length
-      if (mode._tag === "dropReplies" && this.direction === "down") {
+      if (mode._tag === "sinkhole" || (mode._tag === "dropReplies" && this.direction === "down")) {
         this.proxy.counters.bytesDropped += head.data.length
       } else {
         this.sink.write(head.data)

@@ -1,0 +1,123 @@
+/**
+ * The store's SQL, portable between MySQL 8 and MariaDB 10.11, and the
+ * decoding of its rows into leases.
+ *
+ * Every instant is produced by the server (`UTC_TIMESTAMP(6)`, which is UTC
+ * whatever the session `time_zone`, and constant within one statement) and
+ * travels back as an integer count of microseconds since the epoch, computed
+ * by `TIMESTAMPDIFF` on `DATETIME(6)` values and cast to text: no timezone
+ * conversion anywhere, none in the driver, no precision lost to a double.
+ *
+ * @internal
+ */
+import type { Lease } from "../../Lease.js"
+
+/** The statement that creates the table, given its quoted, qualified name. */
+export const createTable = (table: string): string =>
+  `CREATE TABLE IF NOT EXISTS ${table} (
+  name        VARBINARY(1020) NOT NULL,
+  holder      VARBINARY(1020) NOT NULL,
+  fence       BIGINT          NOT NULL,
+  acquired_at DATETIME(6)     NOT NULL,
+  renewed_at  DATETIME(6)     NOT NULL,
+  expires_at  DATETIME(6)     NOT NULL,
+  payload     LONGBLOB        NULL,
+  PRIMARY KEY (name)
+) ENGINE = InnoDB DEFAULT CHARACTER SET = utf8mb4 COLLATE = utf8mb4_bin`
+
+const now = "UTC_TIMESTAMP(6)"
+const expired = `expires_at <= ${now}`
+const micros = (expression: string) =>
+  `CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${expression}) AS CHAR)`
+
+/**
+ * Reads the lease row `WHERE name = ?` together with the database's now, as
+ * `nowExpression` computes it, in one statement.
+ */
+export const selectLease = (table: string, nowExpression: string, lock: boolean): string =>
+  `SELECT CAST(holder AS CHAR CHARACTER SET utf8mb4) AS holder, CAST(fence AS CHAR) AS fence, ` +
+  `${micros("acquired_at")} AS acquired_us, ${micros("renewed_at")} AS renewed_us, ` +
+  `${micros("expires_at")} AS expires_us, ${micros(nowExpression)} AS now_us, payload ` +
+  `FROM ${table} WHERE name = ?${lock ? " FOR UPDATE" : ""}`
+
+/**
+ * Takes over a missing or expired lease (fence + 1), continues one held by
+ * the same identity (same fence, new payload and expiry), and otherwise
+ * changes nothing.
+ *
+ * MySQL applies the assignments of `ON DUPLICATE KEY UPDATE` left to right,
+ * each seeing the columns already assigned (MariaDB too, unless its
+ * SIMULTANEOUS_ASSIGNMENT mode makes them all see the old row). So the
+ * columns the conditions read, `holder` and `expires_at`, are assigned last,
+ * and the one condition evaluated after `holder` has changed, the expiry's,
+ * gives the same answer either way: when the lease is taken over, the new
+ * holder is the caller. The new values are passed again as parameters
+ * instead of `VALUES(col)` (deprecated since MySQL 8.0.20) or a row alias
+ * (MySQL 8.0.19+ only, a syntax error on MariaDB).
+ *
+ * Parameters: name, identity, ttl µs, payload, identity, payload, identity,
+ * identity, identity, ttl µs.
+ */
+export const upsert = (table: string): string =>
+  `INSERT INTO ${table} (name, holder, fence, acquired_at, renewed_at, expires_at, payload) ` +
+  `VALUES (?, ?, 1, ${now}, ${now}, ${now} + INTERVAL ? MICROSECOND, ?) ON DUPLICATE KEY UPDATE ` +
+  `fence = IF(${expired}, fence + 1, fence), ` +
+  `acquired_at = IF(${expired}, ${now}, acquired_at), ` +
+  `payload = IF(${expired} OR holder = ?, ?, payload), ` +
+  `renewed_at = IF(${expired} OR holder = ?, ${now}, renewed_at), ` +
+  `holder = IF(${expired}, ?, holder), ` +
+  `expires_at = IF(${expired} OR holder = ?, ${now} + INTERVAL ? MICROSECOND, expires_at)`
+
+/**
+ * After the upsert, in the same transaction and under its row lock. When the
+ * caller holds the lease, the upsert just wrote `renewed_at` with the same
+ * clock read as the expiry, so that is the now to report; otherwise the row
+ * is unchanged and locked, and this statement's own clock read is later than
+ * any write to it. Parameters: identity, name.
+ */
+export const selectAfterUpsert = (table: string): string =>
+  selectLease(table, `IF(holder = ?, renewed_at, ${now})`, true)
+
+const guard = `WHERE name = ? AND holder = ? AND fence = CAST(? AS SIGNED) AND expires_at > ${now}`
+
+/** Parameters: payload, ttl µs, name, identity, fence. */
+export const renew = (table: string): string =>
+  `UPDATE ${table} SET payload = ?, renewed_at = ${now}, expires_at = ${now} + INTERVAL ? MICROSECOND ${guard}`
+
+/** After a renewal, under its row lock: `renewed_at` is the renewal's now. */
+export const selectAfterRenew = (table: string): string => selectLease(table, "renewed_at", true)
+
+/**
+ * Expires the lease now but keeps the row, so its fence keeps counting.
+ * Parameters: name, identity, fence.
+ */
+export const release = (table: string): string => `UPDATE ${table} SET expires_at = ${now} ${guard}`
+
+/**
+ * A plain read. Its now is never earlier than the row's last renewal, so a
+ * TTL derived from it cannot exceed the one the writer got.
+ */
+export const inspect = (table: string): string => selectLease(table, `GREATEST(${now}, renewed_at)`, false)
+
+const text = (row: Record<string, unknown>, key: string): string => String(row[key])
+
+// Instants that start something round up to the millisecond and the expiry
+// rounds down, so a TTL derived from the returned Dates is never longer
+// than the server's.
+const floorMillis = (us: string): Date => new Date(Number(BigInt(us) / 1000n))
+const ceilMillis = (us: string): Date => new Date(Number((BigInt(us) + 999n) / 1000n))
+
+/** Decodes one row of {@link selectLease}. */
+export const toLease = (name: string, row: Record<string, unknown>): Lease => {
+  const payload = row["payload"]
+  return {
+    name,
+    holder: text(row, "holder"),
+    fence: BigInt(text(row, "fence")),
+    payload: payload instanceof Uint8Array ? new Uint8Array(payload) : null,
+    acquiredAt: ceilMillis(text(row, "acquired_us")),
+    renewedAt: ceilMillis(text(row, "renewed_us")),
+    expiresAt: floorMillis(text(row, "expires_us")),
+    now: ceilMillis(text(row, "now_us"))
+  }
+}
