@@ -39,6 +39,18 @@ export const storeSuite = (harness: StoreHarness): void => {
   const long = Duration.minutes(5)
   const elapse = (d: Duration.Duration) => harness.live ? Effect.sleep(d) : TestClock.adjust(d)
   const pastShort = Duration.sum(short, harness.live ? Duration.millis(300) : Duration.millis(1))
+  /** Twelve contenders acquire at once: exactly one of them must win. */
+  const race = (store: Store.StoreShape, name: string) =>
+    Effect.gen(function*() {
+      const contenders = Array.from({ length: 12 }, (_, i) => `c${i}`)
+      const results = yield* Effect.all(
+        contenders.map((who) => store.acquire(name, who, long, null)),
+        { concurrency: "unbounded" }
+      )
+      const winners = results.filter((lease, i) => Lease.isHeldBy(lease, contenders[i]!))
+      expect(winners).toHaveLength(1)
+      return { results, winner: winners[0]! }
+    })
   const withStore = <A, E>(f: (store: Store.StoreShape) => Effect.Effect<A, E>) =>
     Effect.flatMap(Store.Store, f).pipe(Effect.provide(harness.layer))
 
@@ -104,16 +116,9 @@ export const storeSuite = (harness: StoreHarness): void => {
     test("concurrent acquires elect exactly one holder", () =>
       withStore((store) =>
         Effect.gen(function*() {
-          const name = uniqueName("race")
-          const contenders = Array.from({ length: 12 }, (_, i) => `c${i}`)
-          const results = yield* Effect.all(
-            contenders.map((who) => store.acquire(name, who, long, null)),
-            { concurrency: "unbounded" }
-          )
-          const winners = results.filter((lease, i) => Lease.isHeldBy(lease, contenders[i]!))
-          expect(winners).toHaveLength(1)
+          const { results, winner } = yield* race(store, uniqueName("race"))
           for (const lease of results) {
-            expect(lease.holder).toBe(winners[0]!.holder)
+            expect(lease.holder).toBe(winner.holder)
             expect(lease.fence).toBe(1n)
           }
         })
@@ -125,15 +130,9 @@ export const storeSuite = (harness: StoreHarness): void => {
           const name = uniqueName("takeover-race")
           yield* store.acquire(name, "old", short, null)
           yield* elapse(pastShort)
-          const contenders = Array.from({ length: 12 }, (_, i) => `c${i}`)
-          const results = yield* Effect.all(
-            contenders.map((who) => store.acquire(name, who, long, null)),
-            { concurrency: "unbounded" }
-          )
-          const winners = results.filter((lease, i) => Lease.isHeldBy(lease, contenders[i]!))
-          expect(winners).toHaveLength(1)
+          const { results, winner } = yield* race(store, name)
           expect(new Set(results.map((lease) => lease.fence))).toEqual(new Set([2n]))
-          expect((yield* store.inspect(name)).holder).toBe(winners[0]!.holder)
+          expect((yield* store.inspect(name)).holder).toBe(winner.holder)
         })
       ))
 
