@@ -21,4 +21,8 @@ export * as MemoryStore from "./stores/MemoryStore.js"
 /**
  * @since 0.1.0
  */
+export * as Metrics from "./Metrics.js"
+/**
+ * @since 0.1.0
+ */
 export * as Store from "./Store.js"

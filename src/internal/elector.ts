@@ -16,6 +16,7 @@ import * as Lease from "../Lease.js"
 import type { LeadershipShape } from "../Leadership.js"
 import { type Operation, Store, StoreError } from "../Store.js"
 import { formatDuration, resolve } from "./config.js"
+import * as Instrumentation from "./instrumentation.js"
 import { jittered, localDeadline } from "./timing.js"
 
 interface Term {
@@ -64,6 +65,7 @@ export const make = (
     const clock = yield* Effect.clock
     const state = yield* SubscriptionRef.make(initial)
     const nowNanos = clock.currentTimeNanos
+    const instrumentation = yield* Instrumentation.make(name, identity)
 
     const live = (s: State, now: bigint): Option.Option<Term> => Option.filter(s.term, (term) => now < term.deadline)
     const current = Effect.zipWith(SubscriptionRef.get(state), nowNanos, live)
@@ -92,7 +94,11 @@ export const make = (
     // driver that takes its time to cancel cannot delay the elector. The race
     // is settled through a Deferred rather than by interrupting the waiter,
     // so it holds in uninterruptible regions too (the release at step-down).
-    const call = <A, E>(operation: Operation, effect: Effect.Effect<A, E>): Effect.Effect<A, E | StoreError> =>
+    const call = <A, E>(
+      operation: Operation,
+      effect: Effect.Effect<A, E>,
+      fence?: bigint
+    ): Effect.Effect<A, E | StoreError> =>
       Effect.gen(function*() {
         const result = yield* Deferred.make<A, E | StoreError>()
         const attempt = yield* Effect.catchAllDefect(effect, (defect) =>
@@ -115,10 +121,11 @@ export const make = (
         return yield* Deferred.await(result).pipe(
           Effect.ensuring(Effect.zipRight(Fiber.interruptFork(attempt), Fiber.interruptFork(timer)))
         )
-      })
+      }).pipe(instrumentation.span(operation, fence))
 
     const failed = (error: LastError) =>
       SubscriptionRef.update(state, (s) => ({ ...s, lastError: Option.some(error) })).pipe(
+        Effect.zipRight(error._tag === "StoreError" ? instrumentation.storeFailed(error) : Effect.void),
         Effect.zipRight(Effect.logWarning(error.message))
       )
 
@@ -144,7 +151,7 @@ export const make = (
     const pause = Effect.flatMap(Random.next, (u) => clock.sleep(jittered(config.retryPeriod, u)))
 
     const releaseLease = (fence: bigint) =>
-      call("release", store.release(name, identity, fence)).pipe(
+      call("release", store.release(name, identity, fence), fence).pipe(
         Effect.as(true),
         Effect.catchAll((error) => Effect.as(failed(error), false))
       )
@@ -163,6 +170,7 @@ export const make = (
         }
         const term: Term = { fence, deadline, leadership, scope, work }
         yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.some(term) }))
+        yield* instrumentation.termStarted
         yield* Effect.logInfo(`started leading under fence ${fence}`)
         if (input.onStartedLeading !== undefined) {
           yield* leadership.fork(input.onStartedLeading(fence).pipe(Effect.catchAllCause(Effect.logError)))
@@ -191,12 +199,13 @@ export const make = (
         const wait = nextAt - (yield* nowNanos)
         if (wait > 0n) yield* clock.sleep(Duration.nanos(wait))
         const sentAt = yield* nowNanos
-        const result = yield* Effect.either(call("renew", store.renew(name, identity, fence, leaseDuration, payload)))
+        const result = yield* Effect.either(call("renew", store.renew(name, identity, fence, leaseDuration, payload), fence))
         if (Either.isLeft(result)) {
           yield* failed(result.left)
           if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
           return yield* renewals(fence, (yield* nowNanos) + Duration.unsafeToNanos(config.retryDelay), stop, wake)
         }
+        yield* instrumentation.renewed(Duration.nanos((yield* nowNanos) - sentAt))
         const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
         yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.map(s.term, (t) => ({ ...t, deadline })) }))
         yield* Queue.offer(wake, undefined)
@@ -209,6 +218,7 @@ export const make = (
         const reason = Exit.getOrElse(exit, () => "shutdown" as const)
         // Not leader from here on, before anything else happens.
         yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.none() }))
+        yield* instrumentation.termEnded(reason)
         if (reason === "expired") yield* failed(new LeaseExpiredLocally({ name, fence: term.fence }))
         yield* Effect.logInfo(`stopped leading under fence ${term.fence} (${reason})`)
         yield* Scope.close(term.work, Exit.void)

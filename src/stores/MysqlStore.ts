@@ -60,6 +60,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
+import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as classifier from "./mysql/classify.js"
 import * as identifier from "./mysql/identifier.js"
@@ -125,6 +126,12 @@ export interface MysqlStore extends StoreShape {
   readonly ensureSchema: Effect.Effect<void, StoreError>
   /** The quoted, qualified table name the statements use. */
   readonly table: string
+  /**
+   * Every election in the table, by name, each with the server's now from the
+   * same statement: who leads what, for operators. Read-only; its errors
+   * report the `inspect` operation.
+   */
+  readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
 }
 
 const quoteField = (field: string, name: string): Either.Either<string, ConfigError> =>
@@ -337,7 +344,10 @@ const makeWith = (
             const row = rows(result)[0]
             return row === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(Sql.toLease(name, row))
           })
-        )
+        ),
+      list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
+        Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
+      )
     }
     if (options.ensureSchema === true) yield* store.ensureSchema
     return store
@@ -405,4 +415,27 @@ export const layerFromUrl = (
   url: string,
   options: MysqlStoreOptions = {}
 ): Layer.Layer<Store, ConfigError | StoreError> =>
-  Layer.scoped(Store, Effect.flatMap(parseUrl(url), (connection) => makeWith(connection, options)))
+  Layer.scoped(Store, makeFromUrl(url, options))
+
+/**
+ * The store of {@link layerFromUrl}, with its DDL and `list`, for the scope:
+ * its pool is closed when the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { MysqlStore } from "effect-leaderelection"
+ *
+ * const elections = MysqlStore.makeFromUrl("mysql://root@127.0.0.1:3306/test").pipe(
+ *   Effect.flatMap((store) => store.list),
+ *   Effect.scoped
+ * )
+ * ```
+ */
+export const makeFromUrl = (
+  url: string,
+  options: MysqlStoreOptions = {}
+): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
+  Effect.flatMap(parseUrl(url), (connection) => makeWith(connection, options))

@@ -24,6 +24,7 @@ import * as Either from "effect/Either"
 import { constVoid } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import { Pool } from "pg"
 import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
@@ -138,6 +139,12 @@ export interface PgStore extends StoreShape {
    * replicas run it at once. The schema itself must exist.
    */
   readonly ensureSchema: Effect.Effect<void, StoreError>
+  /**
+   * Every election in the table, by name, each read with the same statement's
+   * `now()`: who leads what, for operators. Read-only; its errors report the
+   * `inspect` operation.
+   */
+  readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
 }
 
 const qualifiedName = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
@@ -259,7 +266,8 @@ export const make = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<Pg
           Effect.flatMap((result) =>
             result.rows[0] === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(toLease(result.rows[0]))
           )
-        )
+        ),
+      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease))
     }
   })
 
@@ -352,33 +360,52 @@ export interface PgStoreUrlOptions extends PgStoreOptions {
 export const layerFromUrl = (
   url: string,
   options: PgStoreUrlOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError> =>
-  Layer.scoped(
-    Store,
-    Effect.gen(function*() {
-      const connectionString = yield* validateUrl(url)
-      const timeout = yield* positiveDuration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
-      const idle = yield* positiveDuration("idleTimeout", options.idleTimeout ?? Duration.seconds(30))
-      const lifetime = yield* positiveDuration("maxLifetime", options.maxLifetime ?? Duration.minutes(5))
-      const max = options.maxConnections ?? 4
-      if (!Number.isSafeInteger(max) || max < 1) {
-        return yield* new ConfigError({ field: "maxConnections", reason: `must be a positive integer, got ${max}` })
-      }
-      const pool = yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          new Pool({
-            connectionString,
-            max,
-            idleTimeoutMillis: Duration.toMillis(idle),
-            maxLifetimeSeconds: Duration.toSeconds(lifetime),
-            connectionTimeoutMillis: 2 * Duration.toMillis(timeout),
-            keepAlive: true,
-            application_name: "effect-leaderelection"
-          }).on("error", constVoid)
-        ),
-        // A pool whose server stopped answering may never finish saying goodbye.
-        (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(timeout))
-      )
-      return yield* provide(make(pool, { ...options, operationTimeout: timeout }), options)
-    })
-  )
+): Layer.Layer<Store, ConfigError | StoreError> => Layer.scoped(Store, makeFromUrl(url, options))
+
+/**
+ * The store of {@link layerFromUrl}, with its DDL and `list`, for the scope:
+ * the pool it owns is ended when the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PgStore } from "effect-leaderelection"
+ *
+ * const elections = PgStore.makeFromUrl("postgres://app@db:5432/app").pipe(
+ *   Effect.flatMap((store) => store.list),
+ *   Effect.scoped
+ * )
+ * ```
+ */
+export const makeFromUrl = (
+  url: string,
+  options: PgStoreUrlOptions = {}
+): Effect.Effect<PgStore, ConfigError | StoreError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const connectionString = yield* validateUrl(url)
+    const timeout = yield* positiveDuration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
+    const idle = yield* positiveDuration("idleTimeout", options.idleTimeout ?? Duration.seconds(30))
+    const lifetime = yield* positiveDuration("maxLifetime", options.maxLifetime ?? Duration.minutes(5))
+    const max = options.maxConnections ?? 4
+    if (!Number.isSafeInteger(max) || max < 1) {
+      return yield* new ConfigError({ field: "maxConnections", reason: `must be a positive integer, got ${max}` })
+    }
+    const pool = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new Pool({
+          connectionString,
+          max,
+          idleTimeoutMillis: Duration.toMillis(idle),
+          maxLifetimeSeconds: Duration.toSeconds(lifetime),
+          connectionTimeoutMillis: 2 * Duration.toMillis(timeout),
+          keepAlive: true,
+          application_name: "effect-leaderelection"
+        }).on("error", constVoid)
+      ),
+      // A pool whose server stopped answering may never finish saying goodbye.
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(timeout))
+    )
+    return yield* provide(make(pool, { ...options, operationTimeout: timeout }), options)
+  })

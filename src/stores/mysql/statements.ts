@@ -35,10 +35,12 @@ const micros = (expression: string) =>
  * `nowExpression` computes it, in one statement.
  */
 export const selectLease = (table: string, nowExpression: string, lock: boolean): string =>
-  `SELECT CAST(holder AS CHAR CHARACTER SET utf8mb4) AS holder, CAST(fence AS CHAR) AS fence, ` +
+  `SELECT ${leaseColumns(nowExpression)} FROM ${table} WHERE name = ?${lock ? " FOR UPDATE" : ""}`
+
+const leaseColumns = (nowExpression: string): string =>
+  `CAST(holder AS CHAR CHARACTER SET utf8mb4) AS holder, CAST(fence AS CHAR) AS fence, ` +
   `${micros("acquired_at")} AS acquired_us, ${micros("renewed_at")} AS renewed_us, ` +
-  `${micros("expires_at")} AS expires_us, ${micros(nowExpression)} AS now_us, payload ` +
-  `FROM ${table} WHERE name = ?${lock ? " FOR UPDATE" : ""}`
+  `${micros("expires_at")} AS expires_us, ${micros(nowExpression)} AS now_us, payload`
 
 /**
  * Takes over a missing or expired lease (fence + 1), continues one held by
@@ -98,6 +100,12 @@ export const release = (table: string): string => `UPDATE ${table} SET expires_a
  * TTL derived from it cannot exceed the one the writer got.
  */
 export const inspect = (table: string): string => selectLease(table, `GREATEST(${now}, renewed_at)`, false)
+
+/** Every row, by name, each with the same now as {@link inspect} would report. */
+export const list = (table: string): string =>
+  `SELECT CAST(name AS CHAR CHARACTER SET utf8mb4) AS name, ${
+    leaseColumns(`GREATEST(${now}, renewed_at)`)
+  } FROM ${table} ORDER BY name`
 
 const text = (row: Record<string, unknown>, key: string): string => String(row[key])
 

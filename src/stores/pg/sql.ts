@@ -48,6 +48,8 @@ export interface Statements {
   readonly release: string
   /** $1 name. */
   readonly inspect: string
+  /** Every election in the table, by name; no parameters. */
+  readonly list: string
 }
 
 /**
@@ -78,7 +80,8 @@ RETURNING ${columns}`,
   release: `UPDATE ${table}
 SET expires_at = now()
 WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()`,
-  inspect: `SELECT ${columns} FROM ${table} WHERE name = $1`
+  inspect: `SELECT ${columns} FROM ${table} WHERE name = $1`,
+  list: `SELECT ${columns} FROM ${table} ORDER BY name`
 })
 
 /** The DDL, exactly as the reference describes it, for an already quoted name. */

@@ -1,0 +1,123 @@
+/**
+ * The metrics every elector reports, as Effect `Metric`s. Each update is
+ * tagged with `election` and `identity`; export them with any metrics
+ * backend Effect supports (e.g. `@effect/opentelemetry`), or read them with
+ * `Metric.value`.
+ *
+ * Store calls are traced too: each runs in a span named
+ * `leaderelection.<operation>` (`acquire`, `renew`, `release`, `inspect`)
+ * with the attributes `election`, `identity` and, for a renewal or release,
+ * `fence`.
+ *
+ * @since 0.1.0
+ */
+import * as Metric from "effect/Metric"
+
+/**
+ * 1 while this participant leads, 0 otherwise. Summed over an election's
+ * identities it is 0 or 1; at most one participant has it at 1 at any
+ * instant, up to the scrape's own skew.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const leading = Metric.value(Metrics.isLeader.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a")))
+ * ```
+ */
+export const isLeader = Metric.gauge("leaderelection_is_leader", {
+  description: "1 while this participant leads the election, 0 otherwise"
+})
+
+/**
+ * Terms started. A fast-climbing count is leadership flapping: usually the
+ * timings are too tight for the latency to the database.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const started = Metric.value(Metrics.terms.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a")))
+ * ```
+ */
+export const terms = Metric.counter("leaderelection_terms_total", {
+  description: "Leadership terms this participant started",
+  incremental: true
+})
+
+/**
+ * Round trip of each successful renewal, in milliseconds, measured on the
+ * local monotonic clock from when the request was sent.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const latency = Metric.value(Metrics.renewLatency.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a")))
+ * ```
+ */
+export const renewLatency = Metric.timerWithBoundaries(
+  "leaderelection_renew_latency",
+  [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000],
+  "Round trip of successful lease renewals"
+)
+
+/**
+ * Why a term ended: the value of the `reason` tag of {@link stepDowns}.
+ *
+ * - `expired`: the local deadline passed before a renewal confirmed the lease;
+ * - `lost`: a renewal found the lease held by someone else, or gone;
+ * - `shutdown`: the elector was stopped.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type StepDownReason = "expired" | "lost" | "shutdown"
+
+/**
+ * Terms ended, tagged with `reason` ({@link StepDownReason}).
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const expired = Metric.value(Metrics.stepDowns.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a"), Metric.tagged("reason", "expired")))
+ * ```
+ */
+export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
+  description: "Leadership terms that ended, by reason (expired, lost, shutdown)",
+  incremental: true
+})
+
+/**
+ * Failed store calls, tagged with `operation` and `kind`: `retryable` (the
+ * condition can fix itself: connection reset, timeout, failover) or `fatal`
+ * (it needs an operator: missing table, no privilege, bad credentials).
+ * Alert on any `fatal`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const fatal = Metric.value(Metrics.storeErrors.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a"), Metric.tagged("operation", "renew"), Metric.tagged("kind", "fatal")))
+ * ```
+ */
+export const storeErrors = Metric.counter("leaderelection_store_errors_total", {
+  description: "Failed store calls, by operation and kind (retryable, fatal)",
+  incremental: true
+})

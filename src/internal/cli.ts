@@ -1,0 +1,186 @@
+/**
+ * The `leaderelection` command line: `status`, `watch` and `schema`. The bin
+ * entry (src/bin/cli.ts) only runs {@link main} on Node; everything it does is
+ * here, where it is tested in-process.
+ *
+ * @internal
+ */
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import * as Console from "effect/Console"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import type { Lease } from "../Lease.js"
+import type { StoreError } from "../Store.js"
+import * as MysqlStore from "../stores/MysqlStore.js"
+import * as PgStore from "../stores/PgStore.js"
+
+/** Something the command cannot do; `reason` is the one line it prints. */
+export class CliError extends Data.TaggedError("CliError")<{ readonly reason: string }> {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+type Dialect = "pg" | "mysql"
+
+const dialectOf = (url: string): Either.Either<Dialect, CliError> => {
+  if (!URL.canParse(url)) return Either.left(new CliError({ reason: "--url is not a URL" }))
+  const scheme = new URL(url).protocol
+  if (scheme === "postgres:" || scheme === "postgresql:") return Either.right("pg")
+  if (scheme === "mysql:" || scheme === "mariadb:") return Either.right("mysql")
+  return Either.left(
+    new CliError({ reason: `unsupported URL scheme ${scheme} (use postgres://, postgresql://, mysql:// or mariadb://)` })
+  )
+}
+
+const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, " ")
+
+const missingTable = new Set(["42P01", "1146"])
+const noPrivilege = new Set(["42501", "1142", "1044"])
+
+/** Says what went wrong in terms of what the operator asked for. */
+export const explain = (error: StoreError, table: string): CliError => {
+  const code = error.code ?? ""
+  const reason = missingTable.has(code)
+    ? `table ${table} does not exist: create it with the DDL of \`leaderelection schema\`, or run an elector with ensureSchema (${error.message})`
+    : noPrivilege.has(code)
+    ? `no privilege to read ${table}: grant SELECT on it to this user (${error.message})`
+    : error.message
+  return new CliError({ reason: oneLine(reason) })
+}
+
+interface Target {
+  readonly url: string
+  readonly schema: string
+  readonly table: string
+}
+
+interface Listing {
+  readonly table: string
+  readonly list: Effect.Effect<ReadonlyArray<Lease>, CliError>
+}
+
+/** Opens the store for the scope; its `list` is what `status` and `watch` show. */
+const open = (target: Target): Effect.Effect<Listing, CliError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const dialect = yield* dialectOf(target.url)
+    const options = { schema: target.schema, table: target.table }
+    const opening: Effect.Effect<
+      PgStore.PgStore | MysqlStore.MysqlStore,
+      PgStore.ConfigError | MysqlStore.ConfigError | StoreError,
+      Scope.Scope
+    > = dialect === "pg" ? PgStore.makeFromUrl(target.url, options) : MysqlStore.makeFromUrl(target.url, options)
+    const store = yield* Effect.mapError(opening, (error) =>
+      error._tag === "StoreError" ? explain(error, target.table) : new CliError({ reason: oneLine(error.message) }))
+    return { table: store.table, list: Effect.mapError(store.list, (error) => explain(error, store.table)) }
+  })
+
+/** A signed duration, short: `850ms`, `12.3s`, `-4m05s`, `2h10m`, `3d04h`. */
+export const formatMillis = (ms: number): string => {
+  const sign = ms < 0 ? "-" : ""
+  const abs = Math.abs(ms)
+  const pad = (n: number) => String(Math.floor(n)).padStart(2, "0")
+  if (abs < 1000) return `${sign}${abs}ms`
+  if (abs < 60_000) return `${sign}${(abs / 1000).toFixed(1)}s`
+  if (abs < 3_600_000) return `${sign}${Math.floor(abs / 60_000)}m${pad((abs % 60_000) / 1000)}s`
+  if (abs < 86_400_000) return `${sign}${Math.floor(abs / 3_600_000)}h${pad((abs % 3_600_000) / 60_000)}m`
+  return `${sign}${Math.floor(abs / 86_400_000)}d${pad((abs % 86_400_000) / 3_600_000)}h`
+}
+
+/**
+ * One line per election. Remaining and term age are differences of instants
+ * the database reported in one statement, so no local clock is involved.
+ */
+export const render = (table: string, leases: ReadonlyArray<Lease>): string => {
+  if (leases.length === 0) return `no elections in ${table}`
+  const header = ["ELECTION", "HOLDER", "FENCE", "REMAINING", "TERM AGE", "STATE"]
+  const rows = leases.map((lease) => {
+    const remaining = lease.expiresAt.getTime() - lease.now.getTime()
+    return [
+      lease.name,
+      lease.holder,
+      lease.fence.toString(),
+      formatMillis(remaining),
+      formatMillis(lease.now.getTime() - lease.acquiredAt.getTime()),
+      remaining > 0 ? "leading" : "vacant (nobody leads)"
+    ]
+  })
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)))
+  return [header, ...rows].map((row) => row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd())
+    .join("\n")
+}
+
+const url = Options.text("url").pipe(
+  Options.withFallbackConfig(Config.string("DATABASE_URL")),
+  Options.withDescription("postgres://, postgresql://, mysql:// or mariadb:// URL (default: $DATABASE_URL)")
+)
+const schemaName = Options.text("schema").pipe(
+  Options.withDefault(""),
+  Options.withDescription("schema (PostgreSQL) or database (MySQL) of the table; default: the connection's")
+)
+const table = Options.text("table").pipe(Options.withDefault(PgStore.defaultTable), Options.withDescription("table"))
+
+const status = Command.make("status", { url, schema: schemaName, table }, (target) =>
+  Effect.scoped(Effect.gen(function*() {
+    const store = yield* open(target)
+    yield* Console.log(render(store.table, yield* store.list))
+  }))).pipe(Command.withDescription("who leads each election in the table: fence, remaining lease, term age"))
+
+const interval = Options.integer("interval").pipe(
+  Options.withDefault(2),
+  Options.withDescription("seconds between refreshes")
+)
+
+const watch = Command.make("watch", { url, schema: schemaName, table, interval }, (options) =>
+  Effect.scoped(Effect.gen(function*() {
+    if (options.interval < 1) return yield* new CliError({ reason: "--interval must be at least 1 second" })
+    const store = yield* open(options)
+    const refresh = Effect.gen(function*() {
+      const leases = yield* store.list
+      const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+      yield* Console.log(`-- ${at}, every ${options.interval}s (Ctrl-C to stop)\n${render(store.table, leases)}\n`)
+    })
+    return yield* Effect.repeat(refresh, Schedule.spaced(Duration.seconds(options.interval))).pipe(
+      Effect.zipRight(Effect.never)
+    )
+  }))).pipe(Command.withDescription("status, refreshed every --interval seconds until interrupted"))
+
+const dialect = Options.choice("dialect", ["pg", "mysql"]).pipe(
+  Options.withDefault("pg" as const),
+  Options.withDescription("SQL dialect of the DDL")
+)
+
+const schema = Command.make("schema", { dialect, schema: schemaName, table }, (options) =>
+  {
+    const ddl: Either.Either<string, PgStore.ConfigError | MysqlStore.ConfigError> = options.dialect === "pg"
+      ? PgStore.schema(options.schema, options.table)
+      : MysqlStore.schema(options.schema, options.table)
+    return Effect.flatMap(Either.mapLeft(ddl, (error) => new CliError({ reason: error.message })), Console.log)
+  }).pipe(Command.withDescription("print the table's DDL, for migration tools"))
+
+const root = Command.make("leaderelection").pipe(
+  Command.withDescription("inspect leader elections kept by effect-leaderelection"),
+  Command.withSubcommands([status, watch, schema])
+)
+
+const cli = Command.run(root, { name: "leaderelection", version: "0.1.0" })
+
+/**
+ * Runs the command line on `argv` (as in `process.argv`). A failure has been
+ * reported on stderr, in one line, by the time it fails; @effect/cli reports
+ * bad arguments itself.
+ */
+export const main = (argv: ReadonlyArray<string>) =>
+  cli(argv).pipe(
+    Effect.tapError((error) =>
+      ValidationError.isValidationError(error) ? Effect.void : Console.error(`leaderelection: ${error.message}`)
+    )
+  )

@@ -1,0 +1,41 @@
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as Metrics from "../Metrics.js"
+import type { Operation, StoreError } from "../Store.js"
+
+/** The metrics and spans of one participant, tagged with its election and identity. */
+export interface Instrumentation {
+  readonly termStarted: Effect.Effect<void>
+  readonly termEnded: (reason: Metrics.StepDownReason) => Effect.Effect<void>
+  readonly renewed: (latency: Duration.Duration) => Effect.Effect<void>
+  readonly storeFailed: (error: StoreError) => Effect.Effect<void>
+  /** Runs a store call in a span named for its operation. */
+  readonly span: (operation: Operation, fence: bigint | undefined) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E>
+}
+
+/** @internal */
+export const make = (election: string, identity: string): Effect.Effect<Instrumentation> => {
+  const tag = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>): Metric.Metric<Type, In, Out> =>
+    Metric.tagged(Metric.tagged(metric, "election", election), "identity", identity)
+  const leading = tag(Metrics.isLeader)
+  const latency = tag(Metrics.renewLatency)
+  return Effect.as(Metric.set(leading, 0), {
+    termStarted: Effect.zipRight(Metric.increment(tag(Metrics.terms)), Metric.set(leading, 1)),
+    termEnded: (reason) =>
+      Effect.zipRight(Metric.set(leading, 0), Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))),
+    renewed: (duration) => Metric.update(latency, duration),
+    storeFailed: (error) =>
+      Metric.increment(
+        Metric.tagged(
+          Metric.tagged(tag(Metrics.storeErrors), "operation", error.operation),
+          "kind",
+          error.retryable ? "retryable" : "fatal"
+        )
+      ),
+    span: (operation, fence) =>
+      Effect.withSpan(`leaderelection.${operation}`, {
+        attributes: fence === undefined ? { election, identity } : { election, identity, fence: fence.toString() }
+      })
+  })
+}

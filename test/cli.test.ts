@@ -1,0 +1,289 @@
+import { execFile } from "node:child_process"
+import { NodeContext } from "@effect/platform-node"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Console, Duration, Effect, Either, Fiber, type Scope } from "effect"
+import mysql from "mysql2/promise"
+import pg from "pg"
+import { formatMillis, main } from "../src/internal/cli.js"
+import * as MysqlStore from "../src/stores/MysqlStore.js"
+import * as PgStore from "../src/stores/PgStore.js"
+import { directUrl, uniqueTable } from "./support/databases.js"
+
+const mysqlUrl = "mysql://root@127.0.0.1:3306/test"
+
+/** Runs the command line in-process with its console captured. */
+const cli = (...args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const out: Array<string> = []
+    const err: Array<string> = []
+    const base = yield* Effect.console
+    const captured: Console.Console = {
+      ...base,
+      log: (...line) => Effect.sync(() => void out.push(line.join(" "))),
+      error: (...line) => Effect.sync(() => void err.push(line.join(" ")))
+    }
+    const exit = yield* Effect.exit(
+      main(["node", "leaderelection", ...args]).pipe(Effect.withConsole(captured), Effect.provide(NodeContext.layer))
+    )
+    return { exit, out, err, stdout: () => out.join("\n"), stderr: () => err.join("\n") }
+  })
+
+const cells = (line: string | undefined) => (line ?? "").split(/\s{2,}/)
+
+/** Fills a table with one held lease ("alpha") and one released lease ("beta"). */
+const seed = (store: PgStore.PgStore | MysqlStore.MysqlStore) =>
+  Effect.gen(function*() {
+    yield* store.ensureSchema
+    yield* store.acquire("alpha", "node-a", Duration.seconds(15), null)
+    yield* store.acquire("beta", "node-b", Duration.seconds(15), null)
+    yield* store.acquire("beta", "node-b", Duration.seconds(15), null)
+    yield* store.release("beta", "node-b", 1n)
+  })
+
+interface Dialect {
+  readonly name: "PostgreSQL" | "MariaDB"
+  readonly url: string
+  readonly table: string
+  readonly open: (table: string) => Effect.Effect<PgStore.PgStore | MysqlStore.MysqlStore, unknown, Scope.Scope>
+  readonly drop: (table: string) => Promise<unknown>
+}
+
+const dialects: ReadonlyArray<Dialect> = [
+  {
+    name: "PostgreSQL",
+    url: directUrl,
+    table: uniqueTable("cli"),
+    open: (table: string) => PgStore.makeFromUrl(directUrl, { table }),
+    drop: (table: string) => withPg((client) => client.query(`DROP TABLE IF EXISTS ${table}`))
+  },
+  {
+    name: "MariaDB",
+    url: mysqlUrl,
+    table: uniqueTable("cli"),
+    open: (table: string) => MysqlStore.makeFromUrl(mysqlUrl, { table }),
+    drop: (table: string) => withMysql((connection) => connection.query(`DROP TABLE IF EXISTS ${table}`))
+  }
+]
+
+const withPg = async <A>(f: (client: pg.Client) => Promise<A>): Promise<A> => {
+  const client = new pg.Client({ connectionString: directUrl })
+  await client.connect()
+  return f(client).finally(() => client.end())
+}
+const withMysql = async <A>(f: (connection: mysql.Connection) => Promise<A>): Promise<A> => {
+  const connection = await mysql.createConnection(mysqlUrl)
+  return f(connection).finally(() => connection.end())
+}
+
+for (const dialect of dialects) {
+  describe(`leaderelection CLI against ${dialect.name}`, () => {
+    const empty = `${dialect.table}_empty`
+    afterAll(async () => {
+      await dialect.drop(dialect.table)
+      await dialect.drop(empty)
+    })
+
+    it.live("status shows who leads each election, its fence, remaining lease and term age", () =>
+      Effect.gen(function*() {
+        yield* Effect.scoped(Effect.flatMap(dialect.open(dialect.table), seed))
+        const run = yield* cli("status", "--url", dialect.url, "--table", dialect.table)
+        expect(run.err).toEqual([])
+        expect(run.exit._tag).toBe("Success")
+        const [header, alpha, beta, ...rest] = run.stdout().split("\n")
+        expect(rest).toEqual([])
+        expect(cells(header)).toEqual(["ELECTION", "HOLDER", "FENCE", "REMAINING", "TERM AGE", "STATE"])
+        const [name, holder, fence, remaining, age, state] = cells(alpha)
+        expect([name, holder, fence, state]).toEqual(["alpha", "node-a", "1", "leading"])
+        expect(remaining).toMatch(/^1[0-5]\.\ds$/)
+        expect(age).toMatch(/^(\d+ms|\d\.\ds)$/)
+        // Released: the row stays, expired, so its fence keeps counting.
+        expect(cells(beta)).toEqual(["beta", "node-b", "1", expect.stringMatching(/^-?\d+ms$|^-\d+\.\ds$/), expect.any(String), "vacant (nobody leads)"])
+      }))
+
+    it.live("status on an empty table says so; the URL can come from DATABASE_URL", () =>
+      Effect.gen(function*() {
+        yield* Effect.scoped(Effect.flatMap(dialect.open(empty), (store) => store.ensureSchema))
+        const saved = process.env["DATABASE_URL"]
+        process.env["DATABASE_URL"] = dialect.url
+        const run = yield* cli("status", "--table", empty).pipe(Effect.ensuring(Effect.sync(() => {
+          if (saved === undefined) delete process.env["DATABASE_URL"]
+          else process.env["DATABASE_URL"] = saved
+        })))
+        expect(run.exit._tag).toBe("Success")
+        expect(run.out).toEqual([expect.stringMatching(/^no elections in ["`]le_cli_.*_empty["`]$/)])
+      }))
+
+    it.live("a missing table is one clear line and a failure", () =>
+      Effect.gen(function*() {
+        const run = yield* cli("status", "--url", dialect.url, "--table", "le_cli_no_such_table")
+        expect(run.exit._tag).toBe("Failure")
+        expect(run.out).toEqual([])
+        expect(run.err).toHaveLength(1)
+        expect(run.err[0]).toMatch(/^leaderelection: table ["`]le_cli_no_such_table["`] does not exist: create it/)
+        expect(run.err[0]).toMatch(dialect.name === "PostgreSQL" ? /\[42P01\]/ : /\[1146\]/)
+      }))
+
+    it.live("watch refreshes the status until interrupted", () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.fork(cli("watch", "--url", dialect.url, "--table", dialect.table, "--interval", "1"))
+        const run = yield* Effect.gen(function*() {
+          // Poll the captured output without touching the fiber.
+          for (;;) {
+            yield* Effect.sleep("100 millis")
+            const snapshot = fiber.unsafePoll()
+            if (snapshot !== null) return yield* snapshot
+          }
+        }).pipe(Effect.timeoutOption("2500 millis"))
+        expect(run._tag).toBe("None")
+        yield* Fiber.interrupt(fiber)
+      }))
+  })
+}
+
+describe("leaderelection watch output", () => {
+  const table = uniqueTable("cliwatch")
+  afterAll(() => withPg((client) => client.query(`DROP TABLE IF EXISTS ${table}`)))
+
+  it.live("prints a timestamped snapshot every interval", () =>
+    Effect.gen(function*() {
+      yield* Effect.scoped(Effect.flatMap(PgStore.makeFromUrl(directUrl, { table }), seed))
+      const out: Array<string> = []
+      const base = yield* Effect.console
+      const captured: Console.Console = { ...base, log: (...line) => Effect.sync(() => void out.push(line.join(" "))) }
+      const fiber = yield* Effect.fork(
+        main(["node", "leaderelection", "watch", "--url", directUrl, "--table", table, "--interval", "1"]).pipe(
+          Effect.withConsole(captured),
+          Effect.provide(NodeContext.layer)
+        )
+      )
+      yield* Effect.sleep("1500 millis")
+      yield* Fiber.interrupt(fiber)
+      expect(out).toHaveLength(2)
+      for (const snapshot of out) {
+        const [header, columns, alpha] = snapshot.split("\n")
+        expect(header).toMatch(/^-- \d{4}-\d\d-\d\dT[\d:.]+Z, every 1s \(Ctrl-C to stop\)$/)
+        expect(cells(columns)[0]).toBe("ELECTION")
+        expect(cells(alpha).slice(0, 3)).toEqual(["alpha", "node-a", "1"])
+      }
+    }))
+
+  it.live("refuses an interval under a second", () =>
+    Effect.gen(function*() {
+      const run = yield* cli("watch", "--url", directUrl, "--interval", "0")
+      expect(run.exit._tag).toBe("Failure")
+      expect(run.err).toEqual(["leaderelection: --interval must be at least 1 second"])
+    }))
+})
+
+describe("leaderelection errors", () => {
+  it.live("a URL that is not one, or of another scheme", () =>
+    Effect.gen(function*() {
+      const notUrl = yield* cli("status", "--url", "not a url")
+      expect(notUrl.err).toEqual(["leaderelection: --url is not a URL"])
+      const http = yield* cli("status", "--url", "http://db/x")
+      expect(http.exit._tag).toBe("Failure")
+      expect(http.err).toEqual([
+        "leaderelection: unsupported URL scheme http: (use postgres://, postgresql://, mysql:// or mariadb://)"
+      ])
+    }))
+
+  it.live("a table name the store refuses", () =>
+    Effect.gen(function*() {
+      const run = yield* cli("status", "--url", directUrl, "--table", "x".repeat(64))
+      expect(run.exit._tag).toBe("Failure")
+      expect(run.err).toEqual([
+        "leaderelection: invalid PgStore option \"table\": must be at most 63 bytes of UTF-8, got 64"
+      ])
+    }))
+
+  it.live("a server that is not there", () =>
+    Effect.gen(function*() {
+      const run = yield* cli("status", "--url", "postgres://postgres@127.0.0.1:1/test")
+      expect(run.exit._tag).toBe("Failure")
+      expect(run.err).toHaveLength(1)
+      expect(run.err[0]).toMatch(/^leaderelection: inspect failed \(retryable\) \[ECONNREFUSED\]/)
+    }))
+
+  const role = `le_cli_noperm_${process.pid}`
+  const table = uniqueTable("clinoperm")
+  afterAll(() =>
+    withPg(async (client) => {
+      await client.query(`DROP TABLE IF EXISTS ${table}`)
+      await client.query(`DROP ROLE IF EXISTS ${role}`)
+    })
+  )
+
+  it.live("a user without privileges on the table", () =>
+    Effect.gen(function*() {
+      yield* Effect.scoped(Effect.flatMap(PgStore.makeFromUrl(directUrl, { table }), (store) => store.ensureSchema))
+      yield* Effect.promise(() => withPg((client) => client.query(`CREATE ROLE ${role} LOGIN`)))
+      const run = yield* cli("status", "--url", `postgres://${role}@127.0.0.1:5432/test`, "--table", table)
+      expect(run.exit._tag).toBe("Failure")
+      expect(run.err).toHaveLength(1)
+      expect(run.err[0]).toMatch(/^leaderelection: no privilege to read "le_clinoperm_.*": grant SELECT .*\[42501\]/)
+    }))
+
+  it.live("a missing --url with no DATABASE_URL is reported by @effect/cli", () =>
+    Effect.gen(function*() {
+      const saved = process.env["DATABASE_URL"]
+      delete process.env["DATABASE_URL"]
+      const run = yield* cli("status").pipe(Effect.ensuring(Effect.sync(() => {
+        if (saved !== undefined) process.env["DATABASE_URL"] = saved
+      })))
+      expect(run.exit._tag).toBe("Failure")
+      expect(run.stderr() + run.stdout()).toContain("--url")
+    }))
+})
+
+describe("leaderelection schema", () => {
+  it.live("prints the PostgreSQL DDL by default, and the MySQL DDL with --dialect mysql", () =>
+    Effect.gen(function*() {
+      const pgDdl = yield* cli("schema")
+      expect(pgDdl.out).toEqual([Either.getOrThrow(PgStore.schema("", "leader_election"))])
+      const mysqlDdl = yield* cli("schema", "--dialect", "mysql", "--schema", "ops", "--table", "jobs")
+      expect(mysqlDdl.out).toEqual([Either.getOrThrow(MysqlStore.schema("ops", "jobs"))])
+      expect(mysqlDdl.out[0]).toMatch(/^CREATE TABLE IF NOT EXISTS `ops`\.`jobs`/)
+    }))
+
+  it.live("refuses a name it cannot quote", () =>
+    Effect.gen(function*() {
+      const run = yield* cli("schema", "--dialect", "mysql", "--table", "bad ")
+      expect(run.exit._tag).toBe("Failure")
+      expect(run.err).toEqual(["leaderelection: invalid MysqlStore config: table: must not end with a space"])
+    }))
+})
+
+describe("formatMillis", () => {
+  it("is short and signed at every scale", () => {
+    expect(formatMillis(850)).toBe("850ms")
+    expect(formatMillis(-850)).toBe("-850ms")
+    expect(formatMillis(12_345)).toBe("12.3s")
+    expect(formatMillis(-245_000)).toBe("-4m05s")
+    expect(formatMillis(7_800_000)).toBe("2h10m")
+    expect(formatMillis(3 * 86_400_000 + 4 * 3_600_000)).toBe("3d04h")
+  })
+})
+
+describe("the leaderelection bin", () => {
+  const bin = (...args: Array<string>) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+      execFile("node_modules/.bin/tsx", ["src/bin/cli.ts", ...args], { timeout: 30_000 }, (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr })
+      )
+    )
+
+  it("exits 0 with the output on success", async () => {
+    const run = await bin("schema", "--dialect", "mysql")
+    expect(run.code).toBe(0)
+    expect(run.stdout).toBe(`${Either.getOrThrow(MysqlStore.schema("", "leader_election"))}\n`)
+  })
+
+  it("exits non-zero with one line on stderr on failure", async () => {
+    const run = await bin("status", "--url", "http://db/x")
+    expect(run.code).toBe(1)
+    expect(run.stdout).toBe("")
+    expect(run.stderr).toBe(
+      "leaderelection: unsupported URL scheme http: (use postgres://, postgresql://, mysql:// or mariadb://)\n"
+    )
+  })
+})
