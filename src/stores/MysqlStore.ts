@@ -83,7 +83,7 @@ export const DefaultTable = "leader_election"
  * @category errors
  * @example
  * ```ts
- * import { MysqlStore } from "effect-leaderelection"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * new MysqlStore.ConfigError({ field: "table", reason: "must not be empty" }).message
  * // 'invalid MysqlStore config: table: must not be empty'
@@ -153,7 +153,7 @@ const qualifiedTable = (schemaName: string | undefined, table: string): Either.E
  * @example
  * ```ts
  * import { Either } from "effect"
- * import { MysqlStore } from "effect-leaderelection"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * const ddl = MysqlStore.schema("", MysqlStore.DefaultTable)
  * if (Either.isRight(ddl)) console.log(ddl.right)
@@ -170,7 +170,7 @@ export const schema = (schemaName: string, table: string): Either.Either<string,
  * @category schema
  * @example
  * ```ts
- * import { MysqlStore } from "effect-leaderelection"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * MysqlStore.quoteIdentifier("odd`name") // '`odd``name`'
  * ```
@@ -185,7 +185,7 @@ export const quoteIdentifier: (name: string) => string = identifier.quote
  * @category errors
  * @example
  * ```ts
- * import { MysqlStore } from "effect-leaderelection"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * MysqlStore.classify({ errno: 1213, code: "ER_LOCK_DEADLOCK", message: "Deadlock" }).retryable // true
  * ```
@@ -201,7 +201,7 @@ export const classify: (error: unknown) => classifier.Classification = classifie
  * @category constructors
  * @example
  * ```ts
- * import { MysqlStore } from "effect-leaderelection"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * MysqlStore.parseUrl("mysql://root@127.0.0.1:3306/test")
  * ```
@@ -362,7 +362,7 @@ const makeWith = (
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { MysqlStore } from "effect-leaderelection"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * const program = Effect.gen(function* () {
  *   const store = yield* MysqlStore.make({ table: "elections" })
@@ -386,7 +386,7 @@ export const make = (
  * ```ts
  * import { MysqlClient } from "@effect/sql-mysql2"
  * import { Layer, Redacted } from "effect"
- * import { MysqlStore } from "effect-leaderelection"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * const StoreLive = MysqlStore.layer({ ensureSchema: true }).pipe(
  *   Layer.provide(MysqlClient.layer({ url: Redacted.make("mysql://app@db:3306/app") }))
@@ -406,7 +406,7 @@ export const layer = (
  * @category layers
  * @example
  * ```ts
- * import { MysqlStore } from "effect-leaderelection"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * const StoreLive = MysqlStore.layerFromUrl("mysql://app:secret@db:3306/app")
  * ```
@@ -426,7 +426,7 @@ export const layerFromUrl = (
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { MysqlStore } from "effect-leaderelection"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * const elections = MysqlStore.makeFromUrl("mysql://root@127.0.0.1:3306/test").pipe(
  *   Effect.flatMap((store) => store.list),

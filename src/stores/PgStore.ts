@@ -85,7 +85,7 @@ export {
  * @category constants
  * @example
  * ```ts
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * PgStore.defaultTable // "leader_election"
  * ```
@@ -97,7 +97,7 @@ export const defaultTable = "leader_election"
  * @category models
  * @example
  * ```ts
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const options: PgStore.PgStoreOptions = { schema: "ops", table: "elections", operationTimeout: "2 seconds" }
  * ```
@@ -125,7 +125,7 @@ export interface PgStoreOptions {
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * declare const store: PgStore.PgStore
  * const ready = Effect.as(store.ensureSchema, store)
@@ -164,7 +164,7 @@ const qualifiedName = (schemaName: string, table: string): Either.Either<string,
  * @example
  * ```ts
  * import { Either } from "effect"
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const statement = Either.getOrThrow(PgStore.schema("", PgStore.defaultTable))
  * ```
@@ -221,7 +221,7 @@ const lostCreateRace = (error: StoreError): boolean => error.code === "23505" ||
  * ```ts
  * import { Duration, Effect } from "effect"
  * import { Pool } from "pg"
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const pool = new Pool({ connectionString: "postgres://app@db:5432/app" })
  * const program = Effect.gen(function* () {
@@ -280,7 +280,7 @@ const provide = (store: Effect.Effect<PgStore, ConfigError>, options: PgStoreOpt
  * @example
  * ```ts
  * import { Pool } from "pg"
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const options: PgStore.PgStoreLayerOptions = { pool: new Pool(), table: "elections" }
  * ```
@@ -300,7 +300,7 @@ export interface PgStoreLayerOptions extends PgStoreOptions {
  * @example
  * ```ts
  * import { Pool } from "pg"
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const pool = new Pool({ connectionString: "postgres://app@db:5432/app", max: 4 })
  * const StoreLive = PgStore.layer({ pool, ensureSchema: true })
@@ -314,7 +314,7 @@ export const layer = (options: PgStoreLayerOptions): Layer.Layer<Store, ConfigEr
  * @category models
  * @example
  * ```ts
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const options: PgStore.PgStoreUrlOptions = { maxConnections: 2, maxLifetime: "1 minute" }
  * ```
@@ -352,7 +352,7 @@ export interface PgStoreUrlOptions extends PgStoreOptions {
  * @category layers
  * @example
  * ```ts
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const StoreLive = PgStore.layerFromUrl("postgres://app@pgbouncer:6432/app", { ensureSchema: true })
  * ```
@@ -371,7 +371,7 @@ export const layerFromUrl = (
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const elections = PgStore.makeFromUrl("postgres://app@db:5432/app").pipe(
  *   Effect.flatMap((store) => store.list),

@@ -20,7 +20,7 @@ import { ConfigError } from "./config.js"
  * @example
  * ```ts
  * import { Duration } from "effect"
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * new PgStore.OperationTimeout({ timeout: Duration.seconds(3) }).message
  * ```
@@ -40,7 +40,7 @@ export class OperationTimeout extends Data.TaggedError("PgStoreOperationTimeout"
  * @category models
  * @example
  * ```ts
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const verdict: PgStore.Classification = PgStore.classify(new Error("Connection terminated unexpectedly"))
  * ```
@@ -116,7 +116,7 @@ const reasonOf = (error: object, code: string | undefined): string =>
  * @category classification
  * @example
  * ```ts
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * PgStore.classify(Object.assign(new Error("relation does not exist"), { code: "42P01" }))
  * // { retryable: false, reason: "relation does not exist", code: "42P01" }
@@ -154,7 +154,7 @@ export const classify = (error: unknown): Classification => {
  * @category classification
  * @example
  * ```ts
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * PgStore.toStoreError("renew", Object.assign(new Error("reset"), { code: "ECONNRESET" })).retryable // true
  * ```

@@ -15,7 +15,7 @@ import * as Either from "effect/Either"
  * @category errors
  * @example
  * ```ts
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * new PgStore.ConfigError({ field: "table", reason: "must not be empty" }).message
  * // 'invalid PgStore option "table": must not be empty'
@@ -46,7 +46,7 @@ const loneSurrogate = /\p{Cs}/u
  * @example
  * ```ts
  * import { Either } from "effect"
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * Either.isLeft(PgStore.validateIdentifier("table", "")) // true
  * ```
@@ -73,7 +73,7 @@ export const validateIdentifier = (field: string, value: string): Either.Either<
  * @category validation
  * @example
  * ```ts
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * PgStore.quoteIdentifier('my "odd" table') // '"my ""odd"" table"'
  * ```
@@ -89,7 +89,7 @@ export const quoteIdentifier = (value: string): string => `"${value.replaceAll("
  * @example
  * ```ts
  * import { Either } from "effect"
- * import { PgStore } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * Either.isRight(PgStore.validateUrl("postgres://app@db:5432/app")) // true
  * ```
