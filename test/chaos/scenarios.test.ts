@@ -99,7 +99,9 @@ export const scenarios: ReadonlyArray<Scenario> = [
     fault: async (ctx) => {
       await isolateLeader(Mode.partition)(ctx)
       const leader = ctx.fleet.leader()
-      if (leader !== undefined) await leaderLeaves({ ...ctx, leader })
+      if (leader !== undefined) {
+        await leaderLeaves({ ...ctx, leader, note: (key, value) => ctx.note(`handover.${key}`, value) })
+      }
     }
   },
   {
