@@ -67,6 +67,11 @@ export interface Fleet {
   isLeading(id: string): boolean
   /** Resolves with a running term (of anyone but `not`) as soon as there is one. */
   leaderWithin(timeoutMs: number, not?: string): Promise<Interval>
+  /**
+   * Resolves with a term that has run, uninterrupted, for `holdMs` from the
+   * moment it was first seen here; fails if none has by `timeoutMs + holdMs`.
+   */
+  stableLeaderWithin(timeoutMs: number, holdMs: number): Promise<Interval>
   /** Resolves with the first term (of anyone but `not`) started at or after `since`, on the oracle's clock. */
   nextTerm(since: number, timeoutMs: number, not?: string): Promise<Interval>
   /** Resolves once `id` no longer leads. */
@@ -165,6 +170,16 @@ export const startFleet = async (topology: Topology, options: FleetOptions = {})
     leaderWithin: (timeoutMs, not) =>
       poll(`a leader${not === undefined ? "" : ` other than ${not}`}`, timeoutMs, () =>
         oracle.leaders().find((i) => i.id !== not)),
+    stableLeaderWithin: (timeoutMs, holdMs) => {
+      let candidate: { readonly interval: Interval; readonly seenAt: number } | undefined
+      return poll(`a leader that keeps leading for ${holdMs} ms`, timeoutMs + holdMs, () => {
+        const current = oracle.leaders()[0]
+        const now = performance.now()
+        if (current === undefined) candidate = undefined
+        else if (candidate?.interval !== current) candidate = { interval: current, seenAt: now }
+        return candidate !== undefined && now - candidate.seenAt >= holdMs ? candidate.interval : undefined
+      })
+    },
     nextTerm: (since, timeoutMs, not) =>
       poll(`a new term${not === undefined ? "" : ` of someone other than ${not}`}`, timeoutMs, () =>
         oracle.intervals().find((i) => i.start >= since && i.id !== not)),
