@@ -1,7 +1,7 @@
 /**
  * A server that stops answering without closing its connections (a hung
- * database, a silent partition), simulated by a proxy that drops every byte
- * while keeping the sockets open. The store must give control back at its
+ * database, a silent partition), simulated by the chaos harness's proxy in
+ * `sinkhole` mode: it drops every byte while keeping the sockets open. The store must give control back at its
  * operation timeout or on interruption, not seconds later, and must throw the
  * wedged connection away so that the next call, once the path heals, gets a
  * working one. Every pool here has ONE connection, so a wedged connection
@@ -15,7 +15,8 @@ import * as Store from "../src/Store.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { uniqueName } from "./storetest/suite.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
-import * as Proxy from "./support/proxy.js"
+import { type FaultProxy, Mode } from "./chaos/harness/FaultProxy.js"
+import { proxyScoped } from "./chaos/harness/scoped.js"
 
 const table = uniqueTable("hang")
 afterAll(async () => {
@@ -38,13 +39,10 @@ const elapsed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 const withProxy = <A, E>(
   target: string,
   options: PgStore.PgStoreUrlOptions,
-  f: (store: Store.StoreShape, proxy: Proxy.Proxy) => Effect.Effect<A, E>
+  f: (store: Store.StoreShape, proxy: FaultProxy) => Effect.Effect<A, E>
 ) =>
   Effect.gen(function*() {
-    const proxy = yield* Effect.acquireRelease(
-      Effect.promise(() => Proxy.start({ host: "127.0.0.1", port: Number(new URL(target).port) })),
-      (proxy) => Effect.promise(proxy.close)
-    )
+    const proxy = yield* proxyScoped({ targetPort: Number(new URL(target).port) })
     const layer = PgStore.layerFromUrl(proxy.via(target), { table, maxConnections: 1, ...options })
     const store = yield* Effect.map(Layer.build(layer), Context.get(Store.Store))
     return yield* f(store, proxy)
@@ -60,12 +58,12 @@ describe.each(targets)("PgStore against a hung server (%s)", (label, target) => 
       Effect.gen(function*() {
         const name = uniqueName("hang-timeout")
         const lease = yield* store.acquire(name, "a", Duration.seconds(30), null)
-        proxy.blackhole(true)
+        proxy.setMode(Mode.sinkhole)
         const [error, took] = yield* elapsed(Effect.flip(store.renew(name, "a", lease.fence, Duration.seconds(30), null)))
         console.log(`[${label}] timed-out renew gave control back after ${Duration.format(took)} (timeout ${Duration.format(timeout)})`)
         expect(error).toMatchObject({ _tag: "StoreError", operation: "renew", retryable: true })
         expect(Duration.lessThan(took, Duration.sum(timeout, slack))).toBe(true)
-        proxy.blackhole(false)
+        proxy.setMode(Mode.pass)
         const [renewed, next] = yield* elapsed(store.renew(name, "a", lease.fence, Duration.seconds(30), null))
         console.log(`[${label}] the next renew, after the path healed, succeeded in ${Duration.format(next)}`)
         expect(renewed.fence).toBe(lease.fence)
@@ -76,13 +74,13 @@ describe.each(targets)("PgStore against a hung server (%s)", (label, target) => 
       Effect.gen(function*() {
         const name = uniqueName("hang-interrupt")
         yield* store.acquire(name, "a", Duration.seconds(30), null)
-        proxy.blackhole(true)
+        proxy.setMode(Mode.sinkhole)
         const fiber = yield* Effect.fork(store.inspect(name))
         yield* Effect.sleep("300 millis")
         const [, took] = yield* elapsed(Fiber.interrupt(fiber))
         console.log(`[${label}] interrupting a hung inspect took ${Duration.format(took)}`)
         expect(Duration.lessThan(took, slack)).toBe(true)
-        proxy.blackhole(false)
+        proxy.setMode(Mode.pass)
         const lease = yield* store.inspect(name).pipe(Effect.timeout("5 seconds"))
         expect(lease.holder).toBe("a")
       })))
@@ -90,14 +88,14 @@ describe.each(targets)("PgStore against a hung server (%s)", (label, target) => 
   it.live("a call stuck while connecting returns at its timeout; the abandoned connect is cleaned up", () =>
     withProxy(target, { operationTimeout: timeout }, (store, proxy) =>
       Effect.gen(function*() {
-        proxy.blackhole(true)
+        proxy.setMode(Mode.sinkhole)
         const [error, took] = yield* elapsed(Effect.flip(store.inspect(uniqueName("hang-connect"))))
         console.log(`[${label}] inspect stuck in connect gave control back after ${Duration.format(took)}`)
         expect(error).toMatchObject({ _tag: "StoreError", retryable: true })
         expect(Duration.lessThan(took, Duration.sum(timeout, slack))).toBe(true)
         // The pool gives the abandoned attempt up at twice the timeout.
         yield* Effect.sleep(Duration.times(timeout, 1.5))
-        proxy.blackhole(false)
+        proxy.setMode(Mode.pass)
         const name = uniqueName("hang-connect")
         const lease = yield* store.acquire(name, "a", Duration.seconds(30), null).pipe(Effect.timeout("5 seconds"))
         expect(lease.holder).toBe("a")

@@ -8,7 +8,7 @@ import * as Store from "../src/Store.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { storeSuite, uniqueName } from "./storetest/suite.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
-import * as Proxy from "./support/proxy.js"
+import { proxyScoped } from "./chaos/harness/scoped.js"
 import { frontendMessages } from "./support/wire.js"
 
 const poolerUrl = inject("pgbouncerUrl")
@@ -77,10 +77,13 @@ describe("PgStore transaction-pooling safety", () => {
 
   it.live("on the wire, every store statement is an unnamed Parse/Bind (and the parser does see names)", () =>
     Effect.gen(function*() {
-      const proxy = yield* Effect.acquireRelease(
-        Effect.promise(() => Proxy.start({ host: "127.0.0.1", port: Number(new URL(directUrl).port) })),
-        (proxy) => Effect.promise(proxy.close)
-      )
+      // What each client connection sent, in accept order.
+      const recorded: Array<Array<Buffer>> = []
+      const sent = () => recorded.map((chunks) => Buffer.concat(chunks))
+      const proxy = yield* proxyScoped({
+        targetPort: Number(new URL(directUrl).port),
+        onClientData: (connection, data) => (recorded[connection] ??= []).push(data)
+      })
       const table = uniqueTable("wire")
       dropped.push(table)
       yield* withStore(proxy.via(directUrl), { table, ensureSchema: true, maxConnections: 3 }, (store) =>
@@ -92,7 +95,7 @@ describe("PgStore transaction-pooling safety", () => {
           yield* store.release(name, "a", lease.fence)
           yield* Effect.all(Array.from({ length: 6 }, () => store.inspect(name)), { concurrency: "unbounded" })
         }))
-      const storeMessages = proxy.sent().flatMap(frontendMessages)
+      const storeMessages = sent().flatMap(frontendMessages)
       const named = storeMessages.filter((m) => m.statement !== undefined && m.statement !== "")
       expect(storeMessages.filter((m) => m.type === "P").length).toBeGreaterThanOrEqual(10)
       expect(named).toEqual([])
@@ -100,7 +103,7 @@ describe("PgStore transaction-pooling safety", () => {
       yield* Effect.promise(() =>
         withClient(proxy.via(directUrl), (client) => client.query({ name: "s1", text: "select $1::int", values: [1] }))
       )
-      const control = frontendMessages(proxy.sent().at(-1)!)
+      const control = frontendMessages(sent().at(-1)!)
       expect(control.filter((m) => m.type === "P")).toEqual([{ type: "P", statement: "s1" }])
     }).pipe(Effect.scoped))
 })

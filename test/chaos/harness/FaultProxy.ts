@@ -75,6 +75,8 @@ export interface FaultProxy {
   readonly host: "127.0.0.1"
   readonly port: number
   readonly mode: ProxyMode
+  /** `url` with its host and port replaced by the proxy's. */
+  via(url: string): string
   /** Changes the fault mode; applies to open connections and to bytes already queued. */
   setMode(mode: ProxyMode): void
   /** Alternates `pass` for `upMs` and `partition` for `downMs`, starting with `pass`, until stopped. */
@@ -90,6 +92,12 @@ export interface FaultProxyOptions {
   readonly targetPort: number
   readonly targetHost?: string
   readonly mode?: ProxyMode
+  /**
+   * Sees every chunk a client sends, as it arrives and before any fault
+   * applies, with the connection's number in accept order (from 0): for
+   * wire-level checks of what a driver sends.
+   */
+  readonly onClientData?: (connection: number, data: Buffer) => void
 }
 
 /** Queued bytes per direction above which the source socket is paused. */
@@ -204,10 +212,16 @@ class Connection {
   private readonly down: Lane
   private sawClientBytes = false
 
-  constructor(readonly client: net.Socket, readonly server: net.Socket, private readonly proxy: Proxy) {
+  constructor(
+    readonly client: net.Socket,
+    readonly server: net.Socket,
+    private readonly proxy: Proxy,
+    onClientData: ((data: Buffer) => void) | undefined
+  ) {
     this.up = new Lane("up", client, server, proxy)
     this.down = new Lane("down", server, client, proxy)
     client.on("data", (data: Buffer) => {
+      onClientData?.(data)
       if (!this.sawClientBytes) {
         this.sawClientBytes = true
         if (proxy.takeFirstUseReset()) {
@@ -280,6 +294,7 @@ class Proxy implements FaultProxy {
   }
 
   private accept(client: net.Socket): void {
+    const number = this.counters.connectionsAccepted
     this.counters.connectionsAccepted += 1
     if (this.mode._tag === "partition") {
       this.counters.connectionsRefused += 1
@@ -293,7 +308,17 @@ class Proxy implements FaultProxy {
       allowHalfOpen: true,
       noDelay: true
     })
-    this.connections.add(new Connection(client, server, this))
+    const record = this.options.onClientData
+    this.connections.add(
+      new Connection(client, server, this, record === undefined ? undefined : (data) => record(number, data))
+    )
+  }
+
+  via(url: string): string {
+    const u = new URL(url)
+    u.hostname = this.host
+    u.port = String(this.port)
+    return u.toString()
   }
 
   forget(connection: Connection): void {

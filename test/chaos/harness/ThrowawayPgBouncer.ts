@@ -1,7 +1,8 @@
 /**
  * A throwaway PgBouncer in transaction pooling mode in front of one
- * PostgreSQL, listening on 127.0.0.1 on a free port. Restart keeps the port
- * so clients can reconnect to the same URL.
+ * PostgreSQL (a throwaway one, or the shared server for the store suites),
+ * listening on 127.0.0.1 on a free port. Restart keeps the port so clients
+ * can reconnect to the same URL.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -35,8 +36,10 @@ export interface ThrowawayPgBouncer {
 }
 
 export interface PgBouncerOptions {
-  /** Port of the PostgreSQL to pool (on 127.0.0.1). */
+  /** Port of the PostgreSQL to pool. */
   readonly targetPort: number
+  /** Its host: loopback only. Default 127.0.0.1. */
+  readonly targetHost?: string
   /** Server connections per (database, user); default 5. */
   readonly poolSize?: number
   /** Extra lines for the `[pgbouncer]` section. */
@@ -73,6 +76,10 @@ const canConnect = (port: number): Promise<boolean> =>
 
 /** Writes the config and starts a PgBouncer pooling `options.targetPort`. */
 export const startPgBouncer = async (options: PgBouncerOptions): Promise<ThrowawayPgBouncer> => {
+  const targetHost = options.targetHost ?? "127.0.0.1"
+  if (targetHost !== "127.0.0.1" && targetHost !== "localhost" && targetHost !== "::1") {
+    throw new Error(`ThrowawayPgBouncer pools loopback servers only, not ${targetHost}`)
+  }
   const bin = binary()
   const version = parseVersion(execFileSync(bin, ["--version"], { encoding: "utf8" }))
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "chaos-pgbouncer-"))
@@ -84,7 +91,7 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<Throwaw
     ini,
     [
       "[databases]",
-      `* = host=127.0.0.1 port=${options.targetPort}`,
+      `* = host=${targetHost} port=${options.targetPort}`,
       "",
       "[pgbouncer]",
       "listen_addr = 127.0.0.1",
