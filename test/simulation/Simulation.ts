@@ -45,7 +45,7 @@ import * as Store from "../../src/Store.js"
 import * as MemoryStore from "../../src/stores/MemoryStore.js"
 import * as Faulty from "../support/FaultyStore.js"
 import { type Belief, Oracle, type Violation } from "./Oracle.js"
-import type { Faults, OpFault, Schedule, Timed } from "./Schedule.js"
+import type { Faults, OpFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops } from "./Schedule.js"
 import { type Rate, rate, rateToNumber, VirtualTime } from "./VirtualTime.js"
 
@@ -54,7 +54,7 @@ const election = "sim"
 interface Incarnation {
   readonly identity: string
   readonly elector: Elector.ElectorShape
-  readonly store: Faulty.FaultyStore
+  readonly path: Path
   readonly fiber: Fiber.RuntimeFiber<never, unknown>
 }
 
@@ -100,9 +100,42 @@ const toFault = (f: OpFault): Faulty.Fault => {
   }
 }
 
-const apply = (store: Faulty.FaultyStore, faults: Faults | undefined): void => {
-  for (const op of ops) store.set(faults === undefined ? Faulty.pass : toFault(faults[op]), op)
+/** A FaultyStore whose faults take turns, call by call. */
+interface Path {
+  readonly store: Store.StoreShape
+  readonly set: (faults: Faults | undefined) => void
 }
+
+const path = (inner: Store.StoreShape): Path => {
+  const faulty = Faulty.make(inner)
+  let current: Faults | undefined
+  const turn = { acquire: 0, renew: 0, release: 0, inspect: 0 }
+  const next = (op: Ops): void => {
+    const cycle = current?.[op]
+    const fault = cycle === undefined ? undefined : cycle[turn[op]++ % cycle.length]
+    faulty.set(fault === undefined ? Faulty.pass : toFault(fault), op)
+  }
+  // The turn is taken when the call runs, not when it is built.
+  const via = <A, E>(op: Ops, call: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    Effect.suspend(() => {
+      next(op)
+      return call()
+    })
+  return {
+    set: (faults) => {
+      current = faults
+      for (const op of ops) turn[op] = 0
+    },
+    store: {
+      acquire: (...args) => via("acquire", () => faulty.acquire(...args)),
+      renew: (...args) => via("renew", () => faulty.renew(...args)),
+      release: (...args) => via("release", () => faulty.release(...args)),
+      inspect: (...args) => via("inspect", () => faulty.inspect(...args))
+    }
+  }
+}
+
+const hangAll: Faults = { acquire: [{ _tag: "Hang" }], renew: [{ _tag: "Hang" }], release: [{ _tag: "Hang" }], inspect: [{ _tag: "Hang" }] }
 
 export const livenessBound = (schedule: Schedule, step: number): number => {
   const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
@@ -117,7 +150,7 @@ export const run = (schedule: Schedule, options: RunOptions): Result => {
   const quiet = <A, E>(effect: Effect.Effect<A, E>) => Logger.withMinimumLogLevel(effect, LogLevel.None)
   const dbClock = vt.run(Effect.withClock(MemoryStore.makeClock({ offset: Duration.days(3) }), vt.clock(rate(10_000))))
   const db = vt.run(MemoryStore.make({ clock: dbClock }))
-  const storeWide = Faulty.make(db)
+  const storeWide = path(db)
   const { config } = schedule
   const scope = vt.run(Scope.make())
 
@@ -137,8 +170,8 @@ export const run = (schedule: Schedule, options: RunOptions): Result => {
 
   const start = (slot: Slot): void => {
     const identity = `p${slot.index}.${slot.incarnations++}`
-    const store = Faulty.make(storeWide)
-    apply(store, slot.faults)
+    const via = path(storeWide.store)
+    via.set(slot.faults)
     const clock = vt.clock(slot.rate, Duration.hours(slot.index * 7))
     const elector = vt.run(
       Elector.make({
@@ -149,17 +182,17 @@ export const run = (schedule: Schedule, options: RunOptions): Result => {
         retryPeriod: Duration.millis(config.retryPeriod),
         operationTimeout: Duration.millis(config.operationTimeout),
         onStartedLeading: work(identity)
-      }).pipe(Effect.provideService(Store.Store, store), Effect.withClock(clock), Scope.extend(scope), Effect.orDie)
+      }).pipe(Effect.provideService(Store.Store, via.store), Effect.withClock(clock), Scope.extend(scope), Effect.orDie)
     )
     const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
     const fiber = vt.fork(quiet(Effect.withRandom(elector.run, Random.make(seed))))
-    slot.current = { identity, elector, store, fiber }
+    slot.current = { identity, elector, path: via, fiber }
   }
 
   const stop = (slot: Slot, crash: boolean): void => {
     const current = slot.current
     if (current === undefined) return
-    if (crash) current.store.set(Faulty.hang)
+    if (crash) current.path.set(hangAll)
     vt.run(Fiber.interruptFork(current.fiber))
     slot.current = undefined
   }
@@ -168,19 +201,23 @@ export const run = (schedule: Schedule, options: RunOptions): Result => {
     switch (event._tag) {
       case "Partition":
       case "Heal": {
-        const slot = slots[event.slot]!
+        const slot = target(event.slot)
+        if (slot === undefined) return
         slot.faults = event._tag === "Partition" ? event.faults : undefined
-        if (slot.current !== undefined) apply(slot.current.store, slot.faults)
+        slot.current?.path.set(slot.faults)
         return
       }
       case "StoreFault":
-        return apply(storeWide, event.faults)
+        return storeWide.set(event.faults)
       case "StoreHeal":
-        return apply(storeWide, undefined)
-      case "Crash":
-        return stop(slots[event.slot]!, true)
+        return storeWide.set(undefined)
+      case "Crash": {
+        const slot = target(event.slot)
+        return slot === undefined ? undefined : stop(slot, true)
+      }
       case "Restart": {
-        const slot = slots[event.slot]!
+        const slot = target(event.slot)
+        if (slot === undefined) return
         stop(slot, false)
         return start(slot)
       }
@@ -189,12 +226,17 @@ export const run = (schedule: Schedule, options: RunOptions): Result => {
     }
   }
 
+  const target = (t: Target): Slot | undefined =>
+    t === "leader"
+      ? slots.find((slot) => slot.current !== undefined && vt.run(slot.current.elector.isLeader))
+      : slots[t]
+
   const calm = (): void => {
-    apply(storeWide, undefined)
+    storeWide.set(undefined)
     for (const slot of slots) {
       slot.faults = undefined
       if (slot.current === undefined) start(slot)
-      else apply(slot.current.store, undefined)
+      else slot.current.path.set(undefined)
     }
   }
 
@@ -235,7 +277,7 @@ export const run = (schedule: Schedule, options: RunOptions): Result => {
   // Shut everyone down and let hanging calls time out, so that no fiber (nor
   // the timer Effect.never holds) outlives the run.
   for (const slot of slots) stop(slot, false)
-  apply(storeWide, undefined)
+  storeWide.set(undefined)
   const virtualMillis = vt.millis
   vt.advanceTo(vt.millis + 4 * config.operationTimeout)
   vt.run(Scope.close(scope, Exit.void))

@@ -6,7 +6,8 @@
  *
  * Options: --runs N (default 1000), --seed S, --path P, --step MS (sampling
  * step, default 50), --config short|default|both, --max-leases N (longest
- * fault window, in leaseDurations), --max-slots N (participants, 3..7).
+ * fault window, in leaseDurations), --max-slots N (participants, 3..7),
+ * --step-back (let the database clock step back: finds the known bug).
  */
 import * as fc from "fast-check"
 import { parseArgs } from "node:util"
@@ -21,7 +22,8 @@ const { values } = parseArgs({
     step: { type: "string", default: "50" },
     config: { type: "string", default: "both" },
     "max-leases": { type: "string" },
-    "max-slots": { type: "string" }
+    "max-slots": { type: "string" },
+    "step-back": { type: "boolean", default: false }
   }
 })
 
@@ -33,6 +35,7 @@ const configs = values.config === "short"
 const options: ScheduleOptions = {
   ...ciOptions,
   configs,
+  stepBacks: values["step-back"],
   ...(values["max-leases"] === undefined ? {} : { maxLeases: Number(values["max-leases"]) }),
   ...(values["max-slots"] === undefined ? {} : { maxSlots: Number(values["max-slots"]) })
 }
@@ -51,6 +54,8 @@ console.log(
     `${(counters.virtualMillis / 3_600_000).toFixed(2)} virtual hours, ${counters.terms} terms (seed ${seed})`
 )
 if (details.failed) {
+  const error = details.errorInstance
+  console.log(error instanceof Error ? error.message : String(error))
   console.log(fc.defaultReportMessage(details))
   console.log(`\nreplay: npm run sim -- --seed ${details.seed} --path "${details.counterexamplePath}"`)
   process.exitCode = 1
