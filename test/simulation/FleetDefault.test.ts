@@ -3,5 +3,5 @@ import { check } from "./ci.js"
 import { defaultConfig } from "./Schedule.js"
 
 describe("fleet simulation (default config)", () => {
-  it("stays safe and elects again under generated fault schedules", () => check(defaultConfig, 500, 100), 300_000)
+  it("stays safe and elects again under generated fault schedules", () => check(defaultConfig, 400, 100), 300_000)
 })

@@ -3,5 +3,5 @@ import { check } from "./ci.js"
 import { shortConfig } from "./Schedule.js"
 
 describe("fleet simulation (3s lease)", () => {
-  it("stays safe and elects again under generated fault schedules", () => check(shortConfig, 1000, 50), 300_000)
+  it("stays safe and elects again under generated fault schedules", () => check(shortConfig, 800, 50), 300_000)
 })

@@ -22,16 +22,30 @@ export interface Counters {
   virtualMillis: number
 }
 
+const seeds = fc.integer({ min: 0, max: 0x7fffffff })
+
+/** Runs one schedule and throws the violation, if any, with the schedule. */
+const judge = (counters: Counters | undefined, step: number) => (s: Schedule, seed: number): void => {
+  const result = run(s, { step, seed })
+  if (counters !== undefined) {
+    counters.schedules++
+    counters.terms += result.terms
+    counters.virtualMillis += result.virtualMillis
+  }
+  if (result.violation !== undefined) {
+    const { at, check, message } = result.violation
+    throw new Error(`${check} at ${at}ms: ${message}\n${describe(s)}`)
+  }
+  }
+
 export const fleet = (options: ScheduleOptions, step: number, counters?: Counters) =>
-  fc.property(schedule(options), fc.integer({ min: 0, max: 0x7fffffff }), (s, seed) => {
-    const result = run(s, { step, seed })
-    if (counters !== undefined) {
-      counters.schedules++
-      counters.terms += result.terms
-      counters.virtualMillis += result.virtualMillis
-    }
-    if (result.violation !== undefined) {
-      const { at, check, message } = result.violation
-      throw new Error(`${check} at ${at}ms: ${message}\n${describe(s)}`)
-    }
+  fc.property(schedule(options), seeds, judge(counters, step))
+
+/** The same property, giving the event loop a turn between schedules (vitest's worker needs it). */
+export const fleetAsync = (options: ScheduleOptions, step: number) => {
+  const run = judge(undefined, step)
+  return fc.asyncProperty(schedule(options), seeds, async (s, seed) => {
+    await new Promise((resolve) => setImmediate(resolve))
+    run(s, seed)
   })
+}
