@@ -13,7 +13,10 @@ export type Fault =
   | { readonly _tag: "Die" }
   /** The request reaches the database and is applied; the answer never arrives. */
   | { readonly _tag: "LostReply" }
+  /** The request waits `delay` before it reaches the database. */
   | { readonly _tag: "Delay"; readonly delay: Duration.Duration }
+  /** The request is applied at once; its answer takes `delay` to come back. */
+  | { readonly _tag: "SlowReply"; readonly delay: Duration.Duration }
 
 export const pass: Fault = { _tag: "Pass" }
 export const hang: Fault = { _tag: "Hang" }
@@ -22,6 +25,7 @@ export const fatal: Fault = { _tag: "Fail", retryable: false }
 export const die: Fault = { _tag: "Die" }
 export const lostReply: Fault = { _tag: "LostReply" }
 export const delay = (d: Duration.DurationInput): Fault => ({ _tag: "Delay", delay: Duration.decode(d) })
+export const slowReply = (d: Duration.DurationInput): Fault => ({ _tag: "SlowReply", delay: Duration.decode(d) })
 
 export interface FaultyStore extends Store.StoreShape {
   /** Sets the fault for one operation, or for all of them. */
@@ -52,6 +56,8 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
           return Effect.zipRight(Effect.ignore(effect), Effect.never)
         case "Delay":
           return Effect.zipRight(Effect.sleep(fault.delay), effect)
+        case "SlowReply":
+          return Effect.zipLeft(effect, Effect.sleep(fault.delay))
       }
     })
   return {

@@ -1,0 +1,31 @@
+import { Duration } from "effect"
+import * as fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import { jittered, retryDelay } from "../../src/internal/timing.js"
+
+// u as Random.next yields it, k / 2^53 for k < 2^53, but for its very last
+// value: at u = 1 - 2^-53, 0.5 + u / 2 rounds to 1 and the delay is the whole
+// period (a chance of 2^-53 per poll; harmless, the bounds below only need
+// delay <= period, but it is the one point where "< period" does not hold).
+const unit = fc.double({ min: 0, max: 1 - 2 ** -52, noNaN: true })
+
+describe("backoff and jitter", () => {
+  it("a poll delay is a whole number of milliseconds in [period/2, period)", () =>
+    fc.assert(fc.property(fc.integer({ min: 2, max: 10_000_000 }), unit, (period, u) => {
+      const d = Duration.toMillis(jittered(Duration.millis(period), u))
+      expect(Number.isInteger(d)).toBe(true)
+      // Flooring to whole milliseconds: exactly period/2 for an even period.
+      expect(d).toBeGreaterThanOrEqual(Math.floor(period / 2))
+      expect(d).toBeLessThan(period)
+    }), { numRuns: 5000 }))
+
+  it("spreads over the whole interval", () => {
+    expect(Duration.toMillis(jittered(Duration.seconds(3), 0))).toBe(1500)
+    expect(Duration.toMillis(jittered(Duration.seconds(3), 0.999_999))).toBe(2999)
+  })
+
+  it("retryDelay is max(renewInterval / 4, 50ms)", () =>
+    fc.assert(fc.property(fc.integer({ min: 1, max: 10_000_000 }), (renew) => {
+      expect(Duration.toMillis(retryDelay(Duration.millis(renew)))).toBe(Math.max(renew / 4, 50))
+    })))
+})

@@ -1,0 +1,86 @@
+/**
+ * The simulation's oracle. It is told every term's start and stop (recorded
+ * from inside the term's work fiber) and, at every sample, what each
+ * participant believes and what the database holds. The first violation is
+ * kept, with the instant it was seen.
+ */
+import * as Lease from "../../src/Lease.js"
+
+export type Check =
+  | "two-leaders"
+  | "fence-reused"
+  | "fence-backwards"
+  | "work-overlap"
+  | "leader-not-in-db"
+  | "no-leader-after-faults"
+
+export interface Violation {
+  readonly check: Check
+  readonly at: number
+  readonly message: string
+}
+
+export interface Belief {
+  readonly identity: string
+  readonly isLeader: boolean
+  readonly fence: bigint | undefined
+}
+
+export class Oracle {
+  violation: Violation | undefined
+  /** Work fibers running now, by `identity/fence`. */
+  private readonly running = new Map<string, { readonly identity: string; readonly fence: bigint }>()
+  private readonly started = new Set<bigint>()
+  private highest = 0n
+  terms = 0
+  /** The first instant at or after which someone was seen leading, once asked for. */
+  ledAt: number | undefined
+
+  private fail(check: Check, at: number, message: string): void {
+    if (this.violation === undefined) this.violation = { check, at, message }
+  }
+
+  onStart(identity: string, fence: bigint, at: number): void {
+    this.terms++
+    for (const other of this.running.values()) {
+      this.fail(
+        "work-overlap",
+        at,
+        `${identity} started work under fence ${fence} while ${other.identity}'s work under fence ${other.fence} still ran`
+      )
+    }
+    if (this.started.has(fence)) this.fail("fence-reused", at, `fence ${fence} started a second term (${identity})`)
+    else if (fence <= this.highest) {
+      this.fail("fence-backwards", at, `${identity} started under fence ${fence} after fence ${this.highest}`)
+    }
+    this.started.add(fence)
+    if (fence > this.highest) this.highest = fence
+    this.running.set(`${identity}/${fence}`, { identity, fence })
+  }
+
+  onStop(identity: string, fence: bigint): void {
+    this.running.delete(`${identity}/${fence}`)
+  }
+
+  /** Judges one instant of the timeline: every participant's belief and the database record. */
+  sample(at: number, beliefs: ReadonlyArray<Belief>, lease: Lease.Lease | undefined, watchLiveness: boolean): void {
+    const leaders = beliefs.filter((b) => b.isLeader)
+    if (leaders.length > 1) {
+      this.fail("two-leaders", at, `${leaders.map((b) => `${b.identity}@${b.fence}`).join(" and ")} both lead`)
+    }
+    for (const leader of leaders) {
+      const held = lease !== undefined && Lease.isHeldBy(lease, leader.identity) && lease.fence === leader.fence
+      if (!held) {
+        const db = lease === undefined
+          ? "no record"
+          : `${lease.holder}@${lease.fence}, ${lease.expiresAt.getTime() - lease.now.getTime()}ms left`
+        this.fail("leader-not-in-db", at, `${leader.identity}@${leader.fence} believes it leads; the database says ${db}`)
+      }
+    }
+    if (watchLiveness && this.ledAt === undefined && leaders.length > 0) this.ledAt = at
+  }
+
+  noLeader(at: number, since: number, bound: number): void {
+    this.fail("no-leader-after-faults", at, `nobody led in the ${bound}ms after the faults stopped at ${since}`)
+  }
+}

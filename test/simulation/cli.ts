@@ -1,0 +1,62 @@
+/**
+ * A longer look at the fleet simulation than CI takes:
+ *
+ *   npm run sim -- --runs 100000
+ *   npm run sim -- --seed 42 --path "3:1:0"   (replays a reported counterexample)
+ *
+ * Options: --runs N (default 1000), --seed S, --path P, --step MS (sampling
+ * step, default 50), --config short|default|both, --max-leases N (longest
+ * fault window, in leaseDurations), --max-slots N (participants, 3..7),
+ * --step-back (let the database clock step back: finds the known bug).
+ */
+import * as fc from "fast-check"
+import { parseArgs } from "node:util"
+import { type Counters, fleet } from "./property.js"
+import { ciOptions, defaultConfig, type ScheduleOptions, shortConfig } from "./Schedule.js"
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: "string", default: "1000" },
+    seed: { type: "string" },
+    path: { type: "string" },
+    step: { type: "string", default: "50" },
+    config: { type: "string", default: "both" },
+    "max-leases": { type: "string" },
+    "max-slots": { type: "string" },
+    "step-back": { type: "boolean", default: false }
+  }
+})
+
+const configs = values.config === "short"
+  ? [shortConfig]
+  : values.config === "default"
+  ? [defaultConfig]
+  : [shortConfig, defaultConfig]
+const options: ScheduleOptions = {
+  ...ciOptions,
+  configs,
+  stepBacks: values["step-back"],
+  ...(values["max-leases"] === undefined ? {} : { maxLeases: Number(values["max-leases"]) }),
+  ...(values["max-slots"] === undefined ? {} : { maxSlots: Number(values["max-slots"]) })
+}
+const seed = values.seed === undefined ? Date.now() ^ (Math.random() * 0x100000000) : Number(values.seed)
+const counters: Counters = { schedules: 0, terms: 0, virtualMillis: 0 }
+const started = performance.now()
+const details = fc.check(fleet(options, Number(values.step), counters), {
+  numRuns: Number(values.runs),
+  seed,
+  ...(values.path === undefined ? {} : { path: values.path }),
+  endOnFailure: values.path !== undefined
+})
+const seconds = (performance.now() - started) / 1000
+console.log(
+  `${counters.schedules} schedules in ${seconds.toFixed(1)}s: ${(counters.schedules / seconds).toFixed(1)} schedules/s, ` +
+    `${(counters.virtualMillis / 3_600_000).toFixed(2)} virtual hours, ${counters.terms} terms (seed ${seed})`
+)
+if (details.failed) {
+  const error = details.errorInstance
+  console.log(error instanceof Error ? error.message : String(error))
+  console.log(fc.defaultReportMessage(details))
+  console.log(`\nreplay: npm run sim -- --seed ${details.seed} --path "${details.counterexamplePath}"`)
+  process.exitCode = 1
+}
