@@ -173,6 +173,39 @@ describe("Elector", () => {
       expect(yield* elector.fence).toEqual(Option.some(2n))
     }))
 
+  it.scoped("never leads twice under one fence, even when a database clock step back revives its lease", () =>
+    Effect.gen(function*() {
+      const { clock, db } = yield* world
+      const faulty = Faulty.make(db)
+      let blindInspect = false
+      // A read that misses the record, so the elector claims without looking first.
+      const store: Store.StoreShape = {
+        ...faulty,
+        inspect: (name) => blindInspect ? Effect.fail(new Store.NoLease({ name })) : faulty.inspect(name)
+      }
+      const terms: Array<bigint> = []
+      const elector = yield* participant(store, {
+        name: "jobs",
+        identity: "a",
+        onStartedLeading: (fence) => Effect.sync(() => terms.push(fence))
+      })
+      yield* start(elector)
+      faulty.set(Faulty.hang, "renew")
+      faulty.set(Faulty.hang, "acquire")
+      yield* seconds(13.5) // stepped down locally and released; its next claim hangs
+      expect(Lease.isExpired(yield* db.inspect("jobs"))).toBe(true)
+      expect(faulty.calls.release).toBe(1)
+      // The database clock steps back: the released lease is valid again, still fence 1.
+      yield* clock.stepBack("30 seconds")
+      expect(Lease.isHeldBy(yield* db.inspect("jobs"), "a")).toBe(true)
+      blindInspect = true
+      faulty.set(Faulty.pass, "acquire")
+      yield* seconds(10)
+      // The acquire landed on the revived lease under fence 1: given up, not led under.
+      expect(faulty.calls.release).toBeGreaterThanOrEqual(2)
+      expect(terms).toEqual([1n, 2n])
+    }))
+
   it.scoped("an acquire whose reply was lost is given up, never adopted", () =>
     Effect.gen(function*() {
       const { db } = yield* world

@@ -156,6 +156,9 @@ export const make = (
         Effect.catchAll((error) => Effect.as(failed(error), false))
       )
 
+    // The highest fence any term of this participant has used.
+    let ledUnder = -1n
+
     const startTerm = (fence: bigint, deadline: bigint) =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
@@ -169,6 +172,7 @@ export const make = (
           fork: (effect) => Effect.forkIn(Effect.interruptible(effect), work)
         }
         const term: Term = { fence, deadline, leadership, scope, work }
+        ledUnder = fence
         yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.some(term) }))
         yield* instrumentation.termStarted
         yield* Effect.logInfo(`started leading under fence ${fence}`)
@@ -235,10 +239,15 @@ export const make = (
           Effect.gen(function*() {
             const stop = yield* Deferred.make<StepDown>()
             const wake = yield* Queue.sliding<void>(1)
-            yield* Effect.forkScoped(watchdog(stop, wake))
-            yield* Effect.forkScoped(renewals(fence, sentAt + Duration.unsafeToNanos(config.renewInterval), stop, wake))
-            return yield* Deferred.await(stop)
-          }).pipe(Effect.scoped),
+            // Children of this fiber rather than daemons, so TestClock sees them.
+            const guard = yield* Effect.fork(watchdog(stop, wake))
+            const renewer = yield* Effect.fork(
+              renewals(fence, sentAt + Duration.unsafeToNanos(config.renewInterval), stop, wake)
+            )
+            return yield* Deferred.await(stop).pipe(
+              Effect.ensuring(Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard)))
+            )
+          }),
         endTerm
       )
 
@@ -249,11 +258,21 @@ export const make = (
         yield* failed(result.left)
         return yield* pause
       }
-      yield* observe(result.right)
-      const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
+      const lease = result.right
+      yield* observe(lease)
+      if (!Lease.isHeldBy(lease, identity)) return yield* pause
+      // A fence a term of ours already used: the database clock stepped back
+      // and revived a lease this participant had given up, or let expire.
+      // Leading under it again would let the old term's late writes pass for
+      // the new term's, so give it up: the next claim takes a fresh fence.
+      if (lease.fence <= ledUnder) {
+        yield* releaseLease(lease.fence)
+        return yield* pause
+      }
+      const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
       // Won, but with too little time left to prove it: the next poll gives it up.
-      if (!Lease.isHeldBy(result.right, identity) || deadline <= (yield* nowNanos)) return yield* pause
-      yield* lead(result.right.fence, sentAt, deadline)
+      if (deadline <= (yield* nowNanos)) return yield* pause
+      yield* lead(lease.fence, sentAt, deadline)
     })
 
     const poll = Effect.gen(function*() {

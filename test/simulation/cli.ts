@@ -7,7 +7,7 @@
  * Options: --runs N (default 1000), --seed S, --path P, --step MS (sampling
  * step, default 50), --config short|default|both, --max-leases N (longest
  * fault window, in leaseDurations), --max-slots N (participants, 3..7),
- * --step-back (let the database clock step back: finds the known bug).
+ * --no-step-back (keep the database clock from stepping back).
  */
 import * as fc from "fast-check"
 import { parseArgs } from "node:util"
@@ -23,7 +23,7 @@ const { values } = parseArgs({
     config: { type: "string", default: "both" },
     "max-leases": { type: "string" },
     "max-slots": { type: "string" },
-    "step-back": { type: "boolean", default: false }
+    "no-step-back": { type: "boolean", default: false }
   }
 })
 
@@ -35,7 +35,7 @@ const configs = values.config === "short"
 const options: ScheduleOptions = {
   ...ciOptions,
   configs,
-  stepBacks: values["step-back"],
+  stepBacks: !values["no-step-back"],
   ...(values["max-leases"] === undefined ? {} : { maxLeases: Number(values["max-leases"]) }),
   ...(values["max-slots"] === undefined ? {} : { maxSlots: Number(values["max-slots"]) })
 }
