@@ -203,7 +203,8 @@ const toLease = (row: Row): Lease => {
 }
 
 /** Errors a concurrent `CREATE TABLE IF NOT EXISTS` raises when another replica won the race. */
-const lostCreateRace = (error: StoreError): boolean => error.code === "23505" || error.code === "42P07"
+const lostCreateRace = (error: StoreError): boolean =>
+  error.code === "23505" || error.code === "42P07" || error.code === "42710"
 
 /**
  * Builds the store over a pool the caller owns.
