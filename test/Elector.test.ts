@@ -18,6 +18,18 @@ const world = Effect.gen(function*() {
 const participant = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
   Elector.make(config).pipe(Effect.provideService(Store.Store, store))
 
+/** An elector "a" that records the fence of every term it starts. */
+const recording = (store: Store.StoreShape) =>
+  Effect.gen(function*() {
+    const terms: Array<bigint> = []
+    const elector = yield* participant(store, {
+      name: "jobs",
+      identity: "a",
+      onStartedLeading: (fence) => Effect.sync(() => terms.push(fence))
+    })
+    return { elector, terms }
+  })
+
 /** Starts an elector's run and lets it take its first steps. */
 const start = (elector: Elector.ElectorShape) =>
   Effect.gen(function*() {
@@ -151,12 +163,7 @@ describe("Elector", () => {
     Effect.gen(function*() {
       const { db } = yield* world
       const store = Faulty.make(db)
-      const terms: Array<bigint> = []
-      const elector = yield* participant(store, {
-        name: "jobs",
-        identity: "a",
-        onStartedLeading: (fence) => Effect.sync(() => terms.push(fence))
-      })
+      const { elector, terms } = yield* recording(store)
       yield* start(elector)
       store.set(Faulty.hang, "renew")
       store.set(Faulty.fail, "release")
@@ -183,12 +190,7 @@ describe("Elector", () => {
         ...faulty,
         inspect: (name) => blindInspect ? Effect.fail(new Store.NoLease({ name })) : faulty.inspect(name)
       }
-      const terms: Array<bigint> = []
-      const elector = yield* participant(store, {
-        name: "jobs",
-        identity: "a",
-        onStartedLeading: (fence) => Effect.sync(() => terms.push(fence))
-      })
+      const { elector, terms } = yield* recording(store)
       yield* start(elector)
       faulty.set(Faulty.hang, "renew")
       faulty.set(Faulty.hang, "acquire")

@@ -78,7 +78,7 @@ describe("MysqlStore schema", () => {
     }).pipe(Effect.provide(MysqlClient.layer({ host: "127.0.0.1", port: 3306, username: "root", database: "test" }))))
 
   it("schema() returns the DDL for the default table and a qualified one", () => {
-    const ddl = Either.getOrThrow(MysqlStore.schema("", MysqlStore.DefaultTable))
+    const ddl = Either.getOrThrow(MysqlStore.schema("", MysqlStore.defaultTable))
     expect(ddl).toMatch(/^CREATE TABLE IF NOT EXISTS `leader_election` \(/)
     expect(ddl).toContain("PRIMARY KEY (name)")
     expect(ddl).toContain("ENGINE = InnoDB")

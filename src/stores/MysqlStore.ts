@@ -73,7 +73,7 @@ import * as Sql from "./mysql/statements.js"
  * @since 0.1.0
  * @category constants
  */
-export const DefaultTable = "leader_election"
+export const defaultTable = "leader_election"
 
 /**
  * A store option or URL the store cannot use; `field` names it and `reason`
@@ -105,7 +105,7 @@ export class ConfigError extends Data.TaggedError("MysqlStoreConfigError")<{
 export interface MysqlStoreOptions {
   /** The database holding the table. Defaults to the connection's database. */
   readonly schema?: string | undefined
-  /** The table. Defaults to {@link DefaultTable}. */
+  /** The table. Defaults to {@link defaultTable}. */
   readonly table?: string | undefined
   /** The store's own pool size. Defaults to 4. */
   readonly maxConnections?: number | undefined
@@ -155,7 +155,7 @@ const qualifiedTable = (schemaName: string | undefined, table: string): Either.E
  * import { Either } from "effect"
  * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
- * const ddl = MysqlStore.schema("", MysqlStore.DefaultTable)
+ * const ddl = MysqlStore.schema("", MysqlStore.defaultTable)
  * if (Either.isRight(ddl)) console.log(ddl.right)
  * ```
  */
@@ -266,7 +266,7 @@ const makeWith = (
   options: MysqlStoreOptions
 ): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
   Effect.gen(function*() {
-    const table = yield* qualifiedTable(options.schema, options.table ?? DefaultTable)
+    const table = yield* qualifiedTable(options.schema, options.table ?? defaultTable)
     const connectionLimit = yield* poolSize(options)
     const pool = yield* Pool.make({
       ...connection,
