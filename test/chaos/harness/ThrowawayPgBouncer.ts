@@ -10,7 +10,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
-import { freePort, isRoot, onExit, serverUser, waitFor } from "./process.js"
+import { freePort, isRoot, logTail, onExit, serverUser, waitFor } from "./process.js"
 
 export interface ThrowawayPgBouncer {
   readonly port: number
@@ -136,13 +136,6 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<Throwaw
       ? Promise.resolve()
       : new Promise((resolve) => proc.once("exit", () => resolve()))
 
-  const logTail = (): string => {
-    try {
-      return fs.readFileSync(logFile, "utf8").split("\n").slice(-10).join("\n")
-    } catch {
-      return "(no log)"
-    }
-  }
 
   const start = async (): Promise<void> => {
     if (child !== undefined && child.exitCode === null && child.signalCode === null) {
@@ -156,7 +149,7 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<Throwaw
     proc.once("error", (error) => (failed = error))
     proc.once("exit", (code, sig) => (failed ??= new Error(`pgbouncer exited (${code ?? sig})`)))
     await waitFor("PgBouncer to listen", async () => {
-      if (failed !== undefined) throw new Error(`${failed.message}\nlog tail:\n${logTail()}`)
+      if (failed !== undefined) throw new Error(`${failed.message}\nlog tail:\n${logTail(logFile, 10)}`)
       return canConnect(port)
     })
   }

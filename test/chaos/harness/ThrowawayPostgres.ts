@@ -7,7 +7,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
-import { childrenOf, freePort, isAlive, onExit, run, serverUser, signalTree, waitFor } from "./process.js"
+import { childrenOf, freePort, isAlive, logTail, onExit, run, serverUser, signalTree, waitFor } from "./process.js"
 
 export type TableLockMode =
   | "ACCESS SHARE"
@@ -162,17 +162,10 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
 
   const pgCtl = (args: ReadonlyArray<string>) => run(path.join(bin, "pg_ctl"), ["-D", dataDir, ...args])
 
-  const logTail = (): string => {
-    try {
-      return fs.readFileSync(logFile, "utf8").split("\n").slice(-15).join("\n")
-    } catch {
-      return "(no log)"
-    }
-  }
 
   const start = async (): Promise<void> => {
     await pgCtl(["start", "-w", "-t", "60", "-l", logFile]).catch((error: unknown) => {
-      throw new Error(`${error instanceof Error ? error.message : String(error)}\nlog tail:\n${logTail()}`)
+      throw new Error(`${error instanceof Error ? error.message : String(error)}\nlog tail:\n${logTail(logFile, 15)}`)
     })
   }
 

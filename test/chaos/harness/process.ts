@@ -168,3 +168,12 @@ export const onExit = (cleanup: () => void): () => void => {
     leftovers.delete(cleanup)
   }
 }
+
+/** The last `lines` lines of a server's log file, for error messages. */
+export const logTail = (logFile: string, lines: number): string => {
+  try {
+    return fs.readFileSync(logFile, "utf8").split("\n").slice(-lines).join("\n")
+  } catch {
+    return "(no log)"
+  }
+}
