@@ -50,8 +50,6 @@
  * @since 0.1.0
  */
 import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
-import type * as Config from "effect/Config"
-import type * as EffectConfigError from "effect/ConfigError"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -156,6 +154,22 @@ export interface MysqlStoreUrlOptions extends MysqlStoreOptions {
   /** Bound on opening one connection, handshake included. Defaults to 5 seconds. */
   readonly connectTimeout?: Duration.DurationInput | undefined
 }
+
+/**
+ * What {@link layerConfig} reads: the URL (as `Redacted`) and the options of
+ * {@link MysqlStoreUrlOptions}.
+ *
+ * @since 0.2.0
+ * @category models
+ * @example
+ * ```ts
+ * import { Redacted } from "effect"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const config: MysqlStore.MysqlStoreConfig = { url: Redacted.make("mysql://app@db:3306/app"), table: "elections" }
+ * ```
+ */
+export type MysqlStoreConfig = SqlStore.UrlConfig<MysqlStoreUrlOptions>
 
 /**
  * The store's operations plus its schema management.
@@ -545,31 +559,13 @@ export const makeFromUrl = (
  * const StoreLive = MysqlStore.layerFromUrl("mysql://app:secret@db:3306/app")
  * ```
  */
-export const layerFromUrl = (
-  url: string | Redacted.Redacted<string>,
-  options: MysqlStoreUrlOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError> => Layer.scoped(Store, makeFromUrl(url, options))
+export const layerFromUrl = SqlStore.toLayer(makeFromUrl)
 
 /**
- * What {@link layerConfig} reads: the URL (as `Redacted`) and the options of
- * {@link MysqlStoreUrlOptions}.
- *
- * @since 0.2.0
- * @category models
- * @example
- * ```ts
- * import { Redacted } from "effect"
- * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
- *
- * const config: MysqlStore.MysqlStoreConfig = { url: Redacted.make("mysql://app@db:3306/app"), table: "elections" }
- * ```
- */
-export type MysqlStoreConfig = SqlStore.UrlConfig<MysqlStoreUrlOptions>
-
-/**
- * The store of {@link layerFromUrl}, its URL and options read from `Config`
- * (environment variables by default), like `MysqlClient.layerConfig`. Read
- * the URL with `Config.redacted` so that the password never shows in logs.
+ * Like `MysqlClient.layerConfig`: {@link layerFromUrl} with the URL and the
+ * options taken from `Config`, so from environment variables unless another
+ * `ConfigProvider` is installed. `Config.redacted` keeps the password out of
+ * logs and error messages.
  *
  * @since 0.2.0
  * @category layers
@@ -584,7 +580,4 @@ export type MysqlStoreConfig = SqlStore.UrlConfig<MysqlStoreUrlOptions>
  * })
  * ```
  */
-export const layerConfig = (
-  config: Config.Config.Wrap<MysqlStoreConfig>
-): Layer.Layer<Store, EffectConfigError.ConfigError | ConfigError | StoreError> =>
-  Layer.scoped(Store, SqlStore.fromConfig(config, makeFromUrl))
+export const layerConfig = SqlStore.layerConfig(makeFromUrl)

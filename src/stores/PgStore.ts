@@ -19,8 +19,6 @@
  * @since 0.1.0
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
-import type * as Config from "effect/Config"
-import type * as EffectConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -323,6 +321,22 @@ export interface PgStoreUrlOptions extends PgStoreOptions {
 }
 
 /**
+ * What {@link layerConfig} reads: the URL (as `Redacted`) and the options of
+ * {@link PgStoreUrlOptions}.
+ *
+ * @since 0.2.0
+ * @category models
+ * @example
+ * ```ts
+ * import { Redacted } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const config: PgStore.PgStoreConfig = { url: Redacted.make("postgres://app@db:5432/app"), table: "elections" }
+ * ```
+ */
+export type PgStoreConfig = SqlStore.UrlConfig<PgStoreUrlOptions>
+
+/**
  * The store over a small bounded pool of its own, opened with `connection`
  * and ended when the scope closes.
  */
@@ -410,26 +424,7 @@ export const makeFromUrl = (
  * const StoreLive = PgStore.layerFromUrl("postgres://app@pgbouncer:6432/app", { ensureSchema: true })
  * ```
  */
-export const layerFromUrl = (
-  url: string | Redacted.Redacted<string>,
-  options: PgStoreUrlOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError> => Layer.scoped(Store, makeFromUrl(url, options))
-
-/**
- * What {@link layerConfig} reads: the URL (as `Redacted`) and the options of
- * {@link PgStoreUrlOptions}.
- *
- * @since 0.2.0
- * @category models
- * @example
- * ```ts
- * import { Redacted } from "effect"
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * const config: PgStore.PgStoreConfig = { url: Redacted.make("postgres://app@db:5432/app"), table: "elections" }
- * ```
- */
-export type PgStoreConfig = SqlStore.UrlConfig<PgStoreUrlOptions>
+export const layerFromUrl = SqlStore.toLayer(makeFromUrl)
 
 /**
  * The store of {@link layerFromUrl}, its URL and options read from `Config`
@@ -450,10 +445,7 @@ export type PgStoreConfig = SqlStore.UrlConfig<PgStoreUrlOptions>
  * })
  * ```
  */
-export const layerConfig = (
-  config: Config.Config.Wrap<PgStoreConfig>
-): Layer.Layer<Store, EffectConfigError.ConfigError | ConfigError | StoreError> =>
-  Layer.scoped(Store, SqlStore.fromConfig(config, makeFromUrl))
+export const layerConfig = SqlStore.layerConfig(makeFromUrl)
 
 /** The connection settings of a `PgClient`, for the store's own pool. */
 const fromClientConfig = (config: PgClient.PgClientConfig): PoolConfig =>

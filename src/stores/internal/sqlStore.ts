@@ -18,9 +18,11 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import type { Operation, StoreError } from "../../Store.js"
+import type * as Scope from "effect/Scope"
+import { type Operation, Store, type StoreError, type StoreShape } from "../../Store.js"
 
 /** The options every SQL store constructor takes. */
 export interface SqlStoreOptions {
@@ -133,12 +135,18 @@ export type UrlConfig<Options> = Options & {
   readonly url: Redacted.Redacted<string>
 }
 
-/** Reads `config`, then builds the store from its URL. */
-export const fromConfig = <Options, S, E, R>(
-  config: Config.Config.Wrap<UrlConfig<Options>>,
-  fromUrl: (url: Redacted.Redacted<string>, options: Options) => Effect.Effect<S, E, R>
-): Effect.Effect<S, E | ConfigError.ConfigError, R> =>
-  Effect.flatMap(Config.unwrap(config), (read) => fromUrl(read.url, read))
+/** A store constructor as the constructor of a `Store` layer, scoped to the layer's lifetime. */
+export const toLayer = <Args extends ReadonlyArray<unknown>, E, R>(
+  make: (...args: Args) => Effect.Effect<StoreShape, E, R>
+) =>
+(...args: Args): Layer.Layer<Store, E, Exclude<R, Scope.Scope>> => Layer.scoped(Store, make(...args))
+
+/** The `layerConfig` of a store: reads `config`, then builds the store from its URL. */
+export const layerConfig = <Options, E, R>(
+  fromUrl: (url: Redacted.Redacted<string>, options?: Options) => Effect.Effect<StoreShape, E, R>
+) =>
+(config: Config.Config.Wrap<UrlConfig<Options>>): Layer.Layer<Store, E | ConfigError.ConfigError, Exclude<R, Scope.Scope>> =>
+  Layer.scoped(Store, Effect.flatMap(Config.unwrap(config), (read) => fromUrl(read.url, read)))
 
 /** exactOptionalPropertyTypes: driver options are optional, never `undefined`. */
 export const definedOnly = <A extends Record<string, unknown>>(
