@@ -101,3 +101,58 @@ describe.each(targets)("PgStore against a hung server (%s)", (label, target) => 
         expect(lease.holder).toBe("a")
       })))
 })
+
+// The same guarantee over a pool the application owns: the store destroys the
+// wedged connection (the app's next query does not queue behind it) and
+// leaves the pool itself open.
+describe.each(targets)("PgStore over the caller's pool, against a hung server (%s)", (label, target) => {
+  const callerPool = (proxy: FaultProxy) =>
+    Effect.acquireRelease(
+      Effect.sync(() => new pg.Pool({ connectionString: proxy.via(target), max: 1 })),
+      (pool) => Effect.promise(() => pool.end())
+    )
+
+  it.live("a timed-out call returns at its timeout; the app's pool stays open and gets a fresh connection", () =>
+    Effect.gen(function*() {
+      const proxy = yield* proxyScoped({ targetPort: Number(new URL(target).port) })
+      const pool = yield* callerPool(proxy)
+      const name = uniqueName("hang-pool")
+      const lease = yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* PgStore.makeFromPool(pool, { table, operationTimeout: timeout, ensureSchema: true })
+        const lease = yield* store.acquire(name, "a", Duration.seconds(30), null)
+        proxy.setMode(Mode.sinkhole)
+        const [error, took] = yield* elapsed(Effect.flip(store.renew(name, "a", lease.fence, Duration.seconds(30), null)))
+        console.log(`[${label}, caller's pool] timed-out renew gave control back after ${Duration.format(took)}`)
+        expect(error).toMatchObject({ _tag: "StoreError", operation: "renew", retryable: true })
+        expect(error.cause).toMatchObject({ _tag: "OperationTimeout" })
+        expect(Duration.lessThan(took, Duration.sum(timeout, slack))).toBe(true)
+        // The wedged connection left the pool rather than going back to it.
+        expect(pool.totalCount).toBe(0)
+        proxy.setMode(Mode.pass)
+        return yield* store.renew(name, "a", lease.fence, Duration.seconds(30), null)
+      }))
+      expect(lease.holder).toBe("a")
+      // The store is gone; the app's pool (max 1) is open and answers at once.
+      expect(pool.ended).toBe(false)
+      const { rows } = yield* Effect.promise(() => pool.query<{ one: number }>("select 1 as one")).pipe(
+        Effect.timeout("5 seconds")
+      )
+      expect(rows[0]?.one).toBe(1)
+    }).pipe(Effect.scoped))
+
+  it.live("an interrupted call gives control back at once over the caller's pool", () =>
+    Effect.gen(function*() {
+      const proxy = yield* proxyScoped({ targetPort: Number(new URL(target).port) })
+      const pool = yield* callerPool(proxy)
+      const store = yield* PgStore.makeFromPool(pool, { table, operationTimeout: Duration.seconds(30), ensureSchema: true })
+      const name = uniqueName("hang-pool-interrupt")
+      yield* store.acquire(name, "a", Duration.seconds(30), null)
+      proxy.setMode(Mode.sinkhole)
+      const fiber = yield* Effect.fork(store.inspect(name))
+      yield* Effect.sleep("300 millis")
+      const [, took] = yield* elapsed(Fiber.interrupt(fiber))
+      expect(Duration.lessThan(took, slack)).toBe(true)
+      proxy.setMode(Mode.pass)
+      expect((yield* store.inspect(name).pipe(Effect.timeout("5 seconds"))).holder).toBe("a")
+    }).pipe(Effect.scoped))
+})

@@ -246,8 +246,8 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
     const sql = statements(table)
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
       query(pool, statement, values).pipe(
-        SqlStore.withDeadline(timeout, operation, toStoreError),
-        Effect.mapError((error) => toStoreError(operation, error))
+        Effect.mapError((error) => toStoreError(operation, error)),
+        SqlStore.withDeadline(timeout, operation, toStoreError)
       )
     return {
       table,
