@@ -400,6 +400,9 @@ const build = <E, R>(
  * failed, timed out or was interrupted is destroyed rather than released, so
  * a wedged connection is never handed to the next caller, the app's own
  * queries included. The store runs `query` (text protocol), never `execute`.
+ * A connection the pool was still opening when its call gave up holds its
+ * slot until the pool's own `connectTimeout` (mysql2's default: 10 s), so
+ * keep that short, as the store's own pools do (5 s).
  * A pool whose connections do not use a utf8mb4 charset, or that dropped the
  * FOUND_ROWS flag, is refused with a {@link ConfigError} (field `pool`).
  *
