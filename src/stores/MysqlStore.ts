@@ -410,14 +410,14 @@ const build = <E, R>(
  * @category constructors
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Duration, Effect } from "effect"
  * import * as Mysql from "mysql2"
  * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * const pool = Mysql.createPool({ uri: "mysql://app@db:3306/app" })
  * const program = Effect.gen(function* () {
  *   const store = yield* MysqlStore.makeFromPool(pool, { table: "elections", ensureSchema: true })
- *   return yield* store.acquire("jobs", "a", "15 seconds", null)
+ *   return yield* store.acquire("jobs", "a", Duration.seconds(15), null)
  * })
  * ```
  */
@@ -486,12 +486,12 @@ const makeOwningPool = (
  * @category constructors
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Duration, Effect } from "effect"
  * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * const program = Effect.gen(function* () {
  *   const store = yield* MysqlStore.make({ table: "elections", ensureSchema: true })
- *   return yield* store.acquire("jobs", "a", "15 seconds", null)
+ *   return yield* store.acquire("jobs", "a", Duration.seconds(15), null)
  * })
  * ```
  */

@@ -474,12 +474,12 @@ const fromClientConfig = (config: PgClient.PgClientConfig): PoolConfig =>
  * @category constructors
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Duration, Effect } from "effect"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const program = Effect.gen(function* () {
  *   const store = yield* PgStore.make({ table: "elections", ensureSchema: true })
- *   return yield* store.acquire("jobs", "a", "15 seconds", null)
+ *   return yield* store.acquire("jobs", "a", Duration.seconds(15), null)
  * })
  * ```
  */
