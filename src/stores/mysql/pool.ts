@@ -28,6 +28,7 @@
  *
  * @internal
  */
+import { createRequire } from "node:module"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -107,9 +108,15 @@ export const make = (options: Mysql.PoolOptions, timeout: Duration.Duration): Ef
     (pool) => fromPool(pool, timeout)
   )
 
-const utf8mb4 = new Set(
-  Object.entries(Mysql.Charsets).flatMap(([name, id]) => name.startsWith("UTF8MB4") ? [id] : [])
-)
+/**
+ * The collation ids of utf8mb4. mysql2 exposes its table through a getter on
+ * its CommonJS exports, which an ES module namespace import does not see; it
+ * is read on first use, from a pool that already proves mysql2 is installed.
+ */
+const utf8mb4 = (): ReadonlySet<number> => {
+  const { Charsets } = createRequire(import.meta.url)("mysql2") as { readonly Charsets: Record<string, number> }
+  return new Set(Object.entries(Charsets).flatMap(([name, id]) => name.startsWith("UTF8MB4") ? [id] : []))
+}
 
 /** The connection settings mysql2 derived from a pool's options; not in its typings. */
 interface ConnectionSettings {
@@ -126,7 +133,7 @@ interface ConnectionSettings {
 export const poolProblem = (pool: Mysql.Pool): string | undefined => {
   const settings: ConnectionSettings = (pool.config as { readonly connectionConfig?: ConnectionSettings })
     .connectionConfig ?? {}
-  if (settings.charsetNumber === undefined || !utf8mb4.has(settings.charsetNumber)) {
+  if (settings.charsetNumber === undefined || !utf8mb4().has(settings.charsetNumber)) {
     return "its connections must use a utf8mb4 charset (mysql2's default)"
   }
   // The client capability flag CLIENT_FOUND_ROWS.
