@@ -8,57 +8,24 @@
  */
 import { MysqlClient } from "@effect/sql-mysql2"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Cause, Config, ConfigError, ConfigProvider, Duration, Effect, Exit, Layer, Logger, Redacted, Schedule } from "effect"
+import { Duration, Effect, Exit, Layer, Redacted, Schedule } from "effect"
 import * as Mysql from "mysql2"
 import * as MysqlPromise from "mysql2/promise"
-import * as Store from "../src/Store.js"
+import type * as Store from "../src/Store.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import { uniqueName } from "./storetest/suite.js"
 import { Mode } from "./chaos/harness/FaultProxy.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
+import { describeConstructors, roundTrip, secret, tableTracker, whileClientBusy } from "./support/constructors.js"
 
 const server = { host: "127.0.0.1", port: 3306, user: "root", database: "test" }
 const url = "mysql://root@127.0.0.1:3306/test"
-const runId = `${process.pid}_${Date.now().toString(36)}`
-let counter = 0
-const tables: Array<string> = []
-const freshTable = (label: string) => {
-  const name = `ctor_${runId}_${label}_${counter++}`
-  tables.push(name)
-  return name
-}
+const tables = tableTracker("ctor")
 afterAll(async () => {
   const connection = await MysqlPromise.createConnection(server)
-  for (const name of tables) await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
+  for (const name of tables.names) await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
   await connection.end()
 })
-
-/** A password no error, log line or cause may ever contain. */
-const secret = `s3cret-${process.pid}-pw`
-
-/** Acquires then inspects one lease through the `Store` in context. */
-const roundTrip = Effect.gen(function*() {
-  const store = yield* Store.Store
-  const name = uniqueName("ctor")
-  const lease = yield* store.acquire(name, "a", Duration.seconds(30), null)
-  expect(lease.fence).toBe(1n)
-  expect((yield* store.inspect(name)).holder).toBe("a")
-})
-
-/** Every line logged while `effect` runs, the failure's full cause included. */
-const logged = <A, E>(effect: Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    const lines: Array<string> = []
-    const capture = Logger.make(({ cause, message }) => {
-      lines.push(`${String(message)} ${Cause.pretty(cause)}`)
-    })
-    const exit = yield* effect.pipe(
-      Effect.tapErrorCause((cause) => Effect.logError("store failed", cause)),
-      Effect.exit,
-      Effect.provide(Logger.replace(Logger.defaultLogger, capture))
-    )
-    return { exit, text: [...lines, Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""].join("\n") }
-  })
 
 /** A mysql2 pool the test (the "app") owns and ends. */
 const callerPool = (options: Mysql.PoolOptions) =>
@@ -72,85 +39,29 @@ const selectOne = (pool: Mysql.Pool) =>
     pool.query("SELECT 1 AS one", (error, rows) => resume(error ? Effect.fail(error) : Effect.succeed(rows)))
   })
 
-describe("MysqlStore.makeFromUrl / layerFromUrl", () => {
-  it.live("take a plain or a Redacted URL", () =>
-    Effect.gen(function*() {
-      yield* Effect.provide(roundTrip, MysqlStore.layerFromUrl(url, { table: freshTable("url"), ensureSchema: true }))
-      const table = freshTable("redacted")
-      yield* Effect.provide(roundTrip, MysqlStore.layerFromUrl(Redacted.make(url), { table, ensureSchema: true }))
-      const store = yield* MysqlStore.makeFromUrl(Redacted.make(url), { table })
-      expect(store.table).toBe(MysqlStore.quoteIdentifier(table))
-      expect((yield* store.list).length).toBe(1)
-    }).pipe(Effect.scoped))
-
-  it.live("a Redacted URL's password shows in no error, cause or log line", () =>
-    Effect.gen(function*() {
-      // The server refuses the credentials: the failure comes from the driver.
-      const denied = yield* logged(
-        Effect.provide(roundTrip, MysqlStore.layerFromUrl(Redacted.make(`mysql://nobody_${process.pid}:${secret}@127.0.0.1:3306/test`)))
-      )
-      expect(denied.exit).toMatchObject({ _tag: "Failure" })
-      expect(denied.text).toContain("Access denied")
-      expect(denied.text).not.toContain(secret)
-
-      const refused = yield* logged(
-        Effect.provide(Effect.void, MysqlStore.layerFromUrl(Redacted.make(`postgres://app:${secret}@db/app`)))
-      )
-      expect(refused.text).toContain("scheme must be mysql: or mariadb:")
-      expect(refused.text).not.toContain(secret)
-      const parameters = yield* logged(
-        Effect.provide(Effect.void, MysqlStore.layerFromUrl(Redacted.make(`mysql://app:${secret}@db/app?password=${secret}`)))
-      )
-      expect(parameters.text).toContain("query parameters are not supported: password")
-      expect(parameters.text).not.toContain(secret)
-    }))
-})
-
-describe("MysqlStore.layerConfig", () => {
-  const provider = (entries: ReadonlyArray<readonly [string, string]>) =>
-    Layer.setConfigProvider(ConfigProvider.fromMap(new Map(entries)))
-
-  const fromEnv = MysqlStore.layerConfig({
-    url: Config.redacted("DATABASE_URL"),
-    table: Config.string("ELECTION_TABLE"),
-    maxConnections: Config.integer("ELECTION_POOL_SIZE").pipe(Config.withDefault(2)),
-    ensureSchema: Config.boolean("ELECTION_ENSURE_SCHEMA")
-  })
-
-  it.live("reads the URL and the options from Config", () =>
-    Effect.provide(
-      roundTrip,
-      fromEnv.pipe(Layer.provide(provider([
-        ["DATABASE_URL", url],
-        ["ELECTION_TABLE", freshTable("config")],
-        ["ELECTION_ENSURE_SCHEMA", "true"]
-      ])))
-    ))
-
-  it.live("a missing variable fails with effect's ConfigError; a bad option with the store's", () =>
-    Effect.gen(function*() {
-      const missing = yield* Effect.flip(Effect.provide(Effect.void, fromEnv.pipe(Layer.provide(provider([])))))
-      expect(ConfigError.isConfigError(missing)).toBe(true)
-      expect(String(missing)).toContain("Missing data at DATABASE_URL")
-      const bad = yield* Effect.flip(Effect.provide(
-        Effect.void,
-        fromEnv.pipe(Layer.provide(provider([
-          ["DATABASE_URL", `mysql://root:${secret}@127.0.0.1:3306/test`],
-          ["ELECTION_TABLE", "t"],
-          ["ELECTION_POOL_SIZE", "0"],
-          ["ELECTION_ENSURE_SCHEMA", "false"]
-        ])))
-      ))
-      expect(bad).toMatchObject({ _tag: "MysqlStoreConfigError", field: "maxConnections" })
-      expect(Cause.pretty(Cause.fail(bad))).not.toContain(secret)
-    }))
+describeConstructors({
+  name: "MysqlStore",
+  url,
+  configErrorTag: "MysqlStoreConfigError",
+  layerFromUrl: MysqlStore.layerFromUrl,
+  makeFromUrl: MysqlStore.makeFromUrl,
+  quoteIdentifier: MysqlStore.quoteIdentifier,
+  layerConfig: MysqlStore.layerConfig,
+  layerFromClient: (url, options) => MysqlStore.layer(options).pipe(Layer.provide(MysqlClient.layer({ url }))),
+  // The server refuses the credentials: the failure comes from the driver.
+  failing: [Redacted.make(`mysql://nobody_${process.pid}:${secret}@127.0.0.1:3306/test`), "Access denied"],
+  refused: [
+    [Redacted.make(`postgres://app:${secret}@db/app`), "scheme must be mysql: or mariadb:"],
+    [Redacted.make(`mysql://app:${secret}@db/app?password=${secret}`), "query parameters are not supported: password"]
+  ],
+  fresh: tables.fresh
 })
 
 describe("MysqlStore.makeFromPool / layerFromPool", () => {
   it.live("run on the caller's pool and never end it", () =>
     Effect.gen(function*() {
       const pool = yield* callerPool({})
-      const table = freshTable("pool")
+      const table = tables.fresh("pool")
       yield* Effect.provide(roundTrip, MysqlStore.layerFromPool(pool, { table, ensureSchema: true }))
       yield* Effect.scoped(Effect.flatMap(MysqlStore.makeFromPool(pool, { table }), (store) => store.list))
       // Both stores are gone; the pool is still the caller's, open and working.
@@ -163,7 +74,7 @@ describe("MysqlStore.makeFromPool / layerFromPool", () => {
         Effect.sync(() => MysqlPromise.createPool({ ...server, connectionLimit: 2 })),
         (pool) => Effect.promise(() => pool.end())
       )
-      yield* Effect.provide(roundTrip, MysqlStore.layerFromPool(promisePool.pool, { table: freshTable("promise"), ensureSchema: true }))
+      yield* Effect.provide(roundTrip, MysqlStore.layerFromPool(promisePool.pool, { table: tables.fresh("promise"), ensureSchema: true }))
       const [rows] = yield* Effect.promise(() => promisePool.query("SELECT 1 AS one"))
       expect(rows).toEqual([{ one: 1 }])
     }).pipe(Effect.scoped))
@@ -171,7 +82,7 @@ describe("MysqlStore.makeFromPool / layerFromPool", () => {
   it.live("decode their rows whatever the pool's row options", () =>
     Effect.gen(function*() {
       const pool = yield* callerPool({ rowsAsArray: true, nestTables: true })
-      yield* Effect.provide(roundTrip, MysqlStore.layerFromPool(pool, { table: freshTable("rows"), ensureSchema: true }))
+      yield* Effect.provide(roundTrip, MysqlStore.layerFromPool(pool, { table: tables.fresh("rows"), ensureSchema: true }))
     }).pipe(Effect.scoped))
 
   it.live("refuse a pool whose connections would garble identities or count changed rows", () =>
@@ -194,30 +105,16 @@ describe("MysqlStore.makeFromPool / layerFromPool", () => {
     }).pipe(Effect.scoped))
 })
 
-describe("MysqlStore.make / layer from the MysqlClient in context", () => {
-  it.live("take the client's URL", () =>
-    Effect.provide(
-      roundTrip,
-      MysqlStore.layer({ table: freshTable("client_url"), ensureSchema: true }).pipe(
-        Layer.provide(MysqlClient.layer({ url: Redacted.make(url) }))
-      )
-    ))
-
+describe("MysqlStore.make from the MysqlClient in context", () => {
   it.live("run on a pool of their own", () =>
     Effect.gen(function*() {
-      const table = freshTable("client_own")
-      const lease = yield* Effect.gen(function*() {
-        const store = yield* MysqlStore.make({ table, ensureSchema: true, maxConnections: 1, operationTimeout: "5 seconds" })
-        const sql = yield* MysqlClient.MysqlClient
-        const name = uniqueName("client")
-        // The client's only connection stays busy in a transaction: a store
-        // that borrowed the client's pool could not run at all.
-        return yield* sql.withTransaction(
-          Effect.zipRight(sql`SELECT 1`, Effect.zipRight(store.acquire(name, "a", Duration.seconds(30), null), store.inspect(name)))
-        )
-      }).pipe(Effect.scoped, Effect.provide(MysqlClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
-      expect(lease.holder).toBe("a")
-    }))
+      const store = yield* MysqlStore.make({ table: tables.fresh("client_own"), ensureSchema: true, maxConnections: 1 })
+      return yield* whileClientBusy(yield* MysqlClient.MysqlClient, store)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(MysqlClient.layer({ url: Redacted.make(url), maxConnections: 1 })),
+      Effect.map((lease) => expect(lease.holder).toBe("a"))
+    ))
 })
 
 const timeout = Duration.seconds(1)
@@ -236,7 +133,7 @@ describe("MysqlStore against a hung server: operationTimeout over either pool", 
     Effect.gen(function*() {
       const proxy = yield* proxyScoped({ targetPort: 3306 })
       const store = yield* MysqlStore.makeFromUrl(`mysql://root@127.0.0.1:${proxy.port}/test`, {
-        table: freshTable("hang_own"),
+        table: tables.fresh("hang_own"),
         ensureSchema: true,
         maxConnections: 1,
         operationTimeout: timeout
@@ -264,7 +161,7 @@ describe("MysqlStore against a hung server: operationTimeout over either pool", 
       const name = uniqueName("hang-pool")
       const renewed = yield* Effect.scoped(Effect.gen(function*() {
         const store = yield* MysqlStore.makeFromPool(pool, {
-          table: freshTable("hang_pool"),
+          table: tables.fresh("hang_pool"),
           ensureSchema: true,
           operationTimeout: timeout
         })
