@@ -8,15 +8,19 @@
  * lock function or prepared statement outlives a call, so the store works
  * behind a multiplexing proxy.
  *
- * The connection settings come from the `MysqlClient` of
- * `@effect/sql-mysql2` in context (or, with {@link layerFromUrl}, from a
- * URL), but the store runs its statements on a small pool of its own. The
- * client's pool prepares every ordinary statement on the server (mysql2
- * `execute`) and takes a connection back after an interrupted query, where
- * it waits, busy, for an answer a hung server never sends. The store's pool
- * uses mysql2 `query` (values escaped by the driver) and destroys any
- * connection whose call failed or was interrupted, which also ends its
- * transaction on the server.
+ * Four constructors, the same as the PostgreSQL store's: from a URL
+ * ({@link layerFromUrl}, a `string` or `Redacted`), from `Config`
+ * ({@link layerConfig}), over the app's own mysql2 pool
+ * ({@link layerFromPool}), and from the `MysqlClient` of
+ * `@effect/sql-mysql2` in context ({@link layer}), whose connection settings
+ * the store copies into a small pool of its own. The store never runs its
+ * statements through the client: the client's pool prepares every ordinary
+ * statement on the server (mysql2 `execute`) and takes a connection back
+ * after an interrupted query, where it waits, busy, for an answer a hung
+ * server never sends. The store uses mysql2 `query` (values escaped by the
+ * driver), bounds every call by `operationTimeout`, and destroys any
+ * connection whose call failed, timed out or was interrupted, which also
+ * ends its transaction on the server.
  *
  * Portability between MySQL 8 and MariaDB 10.11, and how it is handled:
  *

@@ -13,8 +13,14 @@
  * instead of returning it to the pool: a connection whose server stopped
  * answering is never handed out again. (`@effect/sql-pg`'s `PgClient` would
  * wait up to 5 s on `pg_cancel_backend` and then reuse the wedged
- * connection.) A `PgClient` can share the pool through
- * `PgClient.layerFromPool`.
+ * connection.)
+ *
+ * Four constructors, the same as the MySQL store's: from a URL
+ * ({@link layerFromUrl}, a `string` or `Redacted`), from `Config`
+ * ({@link layerConfig}), over the app's own `pg.Pool` ({@link layerFromPool},
+ * which a `PgClient` can share through `PgClient.layerFromPool`), and from
+ * the `PgClient` in context ({@link layer}), whose connection settings the
+ * store copies into a small pool of its own.
  *
  * @since 0.1.0
  */
