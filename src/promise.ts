@@ -334,6 +334,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
     onStoppedLeading: onStoppedLeading === undefined
       ? undefined
       : Effect.suspend(() => settled("onStoppedLeading", invoke(onStoppedLeading), failed("onStoppedLeading"))),
+    // Called at once, in order, and never waited for: an observer cannot hold up the election.
     onNewLeader: onNewLeader === undefined ? undefined : (leader, fence) =>
       Effect.asVoid(Effect.forkDaemon(settled("onNewLeader", invoke(() => onNewLeader(leader, fence)), failed("onNewLeader"))))
   }
@@ -366,12 +367,12 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   }
 
   const started = (current: Run, elector: Elector.ElectorShape) => {
-    if (run !== current) return
     current.elector = elector
     // Not if a stop() came in meanwhile: the run is stopping already.
-    if (state !== "starting") return
-    state = "running"
-    settle()
+    if (state === "starting") {
+      state = "running"
+      settle()
+    }
   }
 
   const exited = (exit: Exit.Exit<never, unknown>) => {
@@ -465,9 +466,11 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
 
   const metrics = () => {
     const families = new Map<string, { readonly help: string; readonly type: string; readonly lines: Array<string> }>()
-    for (const pair of Metric.unsafeSnapshot().filter(ours)) {
+    const samples = Metric.unsafeSnapshot().filter(ours).flatMap((pair) => {
       const sample = exposition(pair)
-      if (sample === undefined) continue
+      return sample === undefined ? [] : [[pair, sample] as const]
+    })
+    for (const [pair, sample] of samples) {
       const family = families.get(pair.metricKey.name) ?? {
         help: Option.getOrElse(pair.metricKey.description, () => pair.metricKey.name),
         type: sample[0],
