@@ -20,11 +20,13 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
+import type * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { AlreadyRunning, ConfigError, IdentityError, LastError } from "./ElectorError.js"
 import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
+import * as statusJson from "./internal/status.js"
 import { Leadership, type LeadershipShape } from "./Leadership.js"
 import type { Store } from "./Store.js"
 
@@ -290,3 +292,71 @@ export const whileLeader = <A, E, R>(
         })
       )
     ))
+
+/**
+ * {@link Status} as JSON: what `JSON.stringify` can write and a probe, a log
+ * line or a dashboard can read. Absent values are `null`, fences are decimal
+ * strings (a bigint has no JSON form), instants are ISO 8601 strings, the
+ * payload is base64 and `lastError` keeps its `_tag` and `message`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StatusJson {
+  readonly isLeader: boolean
+  readonly fence: string | null
+  readonly identity: string
+  readonly leader: string | null
+  readonly leaderFence: string | null
+  /** Base64. */
+  readonly leaderPayload: string | null
+  readonly observedAt: string | null
+  readonly validUntil: string | null
+  readonly lastError: { readonly _tag: LastError["_tag"]; readonly message: string } | null
+}
+
+/**
+ * A {@link Status} read back from JSON. It is the status it was written from,
+ * except that `lastError` is a summary rather than the error itself.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DecodedStatus extends Omit<Status, "lastError"> {
+  readonly lastError: Option.Option<{ readonly _tag: LastError["_tag"]; readonly message: string }>
+}
+
+/**
+ * The schema between a status and its JSON form ({@link StatusJson}).
+ *
+ * @since 0.1.0
+ * @category schemas
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Elector } from "effect-leaderelection"
+ *
+ * declare const body: string // e.g. a health check's answer, field `status`
+ * const status = Schema.decodeUnknownSync(Elector.StatusFromJson)(JSON.parse(body))
+ * status.leaderFence // Option<bigint>
+ * ```
+ */
+export const StatusFromJson: Schema.Schema<DecodedStatus, StatusJson> = statusJson.StatusFromJson
+
+/**
+ * Encodes a status as JSON-serialisable data ({@link StatusJson}).
+ *
+ * @since 0.1.0
+ * @category conversions
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Elector } from "effect-leaderelection"
+ *
+ * const log = Effect.gen(function* () {
+ *   const elector = yield* Elector.Elector
+ *   console.log(JSON.stringify(Elector.statusToJson(yield* elector.status)))
+ * })
+ * ```
+ */
+export const statusToJson: (status: Status) => StatusJson = statusJson.toJson

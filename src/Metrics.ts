@@ -1,8 +1,14 @@
 /**
  * The metrics every elector reports, as Effect `Metric`s. Each update is
- * tagged with `election` and `identity`; export them with any metrics
- * backend Effect supports (e.g. `@effect/opentelemetry`), or read them with
- * `Metric.value`.
+ * tagged with `election` (and, for some, a tag of its own), never with the
+ * identity: a generated identity is new on every restart and would start a
+ * new series each time. The identity is on {@link info} alone; join on the
+ * scrape target (`instance`, `pod`) to tell participants apart. Export them
+ * with any metrics backend Effect supports (e.g. `@effect/opentelemetry`), or
+ * read them with `Metric.value`.
+ *
+ * Series are per process: two participants of one election in one process
+ * (a test, a demo) share theirs.
  *
  * Store calls are traced too: each runs in a span named
  * `leaderelection.<operation>` (`acquire`, `renew`, `release`, `inspect`)
@@ -15,7 +21,7 @@ import * as Metric from "effect/Metric"
 
 /**
  * 1 while this participant leads, 0 otherwise. Summed over an election's
- * identities it is 0 or 1; at most one participant has it at 1 at any
+ * processes it is 0 or 1; at most one participant has it at 1 at any
  * instant, up to the scrape's own skew.
  *
  * @since 0.1.0
@@ -25,7 +31,7 @@ import * as Metric from "effect/Metric"
  * import { Metric } from "effect"
  * import { Metrics } from "effect-leaderelection"
  *
- * const leading = Metric.value(Metrics.isLeader.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a")))
+ * const leading = Metric.value(Metrics.isLeader.pipe(Metric.tagged("election", "jobs")))
  * ```
  */
 export const isLeader = Metric.gauge("leaderelection_is_leader", {
@@ -43,7 +49,7 @@ export const isLeader = Metric.gauge("leaderelection_is_leader", {
  * import { Metric } from "effect"
  * import { Metrics } from "effect-leaderelection"
  *
- * const started = Metric.value(Metrics.terms.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a")))
+ * const started = Metric.value(Metrics.terms.pipe(Metric.tagged("election", "jobs")))
  * ```
  */
 export const terms = Metric.counter("leaderelection_terms_total", {
@@ -62,7 +68,7 @@ export const terms = Metric.counter("leaderelection_terms_total", {
  * import { Metric } from "effect"
  * import { Metrics } from "effect-leaderelection"
  *
- * const latency = Metric.value(Metrics.renewLatency.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a")))
+ * const latency = Metric.value(Metrics.renewLatency.pipe(Metric.tagged("election", "jobs")))
  * ```
  */
 export const renewLatency = Metric.timerWithBoundaries(
@@ -93,7 +99,7 @@ export type StepDownReason = "expired" | "lost" | "shutdown"
  * import { Metric } from "effect"
  * import { Metrics } from "effect-leaderelection"
  *
- * const expired = Metric.value(Metrics.stepDowns.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a"), Metric.tagged("reason", "expired")))
+ * const expired = Metric.value(Metrics.stepDowns.pipe(Metric.tagged("election", "jobs"), Metric.tagged("reason", "expired")))
  * ```
  */
 export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
@@ -114,10 +120,31 @@ export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
  * import { Metric } from "effect"
  * import { Metrics } from "effect-leaderelection"
  *
- * const fatal = Metric.value(Metrics.storeErrors.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a"), Metric.tagged("operation", "renew"), Metric.tagged("kind", "fatal")))
+ * const fatal = Metric.value(Metrics.storeErrors.pipe(Metric.tagged("election", "jobs"), Metric.tagged("operation", "renew"), Metric.tagged("kind", "fatal")))
  * ```
  */
 export const storeErrors = Metric.counter("leaderelection_store_errors_total", {
   description: "Failed store calls, by operation and kind (retryable, fatal)",
   incremental: true
+})
+
+/**
+ * 1 for each running participant, tagged with `election` and `identity`
+ * (0 once it has stopped): the one metric that names the identity, so that
+ * a dashboard can say who leads by joining it with {@link isLeader} on the
+ * scrape target, e.g.
+ * `leaderelection_is_leader * on(instance, election) group_left(identity) leaderelection_info`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const running = Metric.value(Metrics.info.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a")))
+ * ```
+ */
+export const info = Metric.gauge("leaderelection_info", {
+  description: "1 for each running participant, tagged with its election and identity"
 })

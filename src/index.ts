@@ -9,6 +9,10 @@ export * as ElectorError from "./ElectorError.js"
 /**
  * @since 0.1.0
  */
+export * as Health from "./Health.js"
+/**
+ * @since 0.1.0
+ */
 export * as Leadership from "./Leadership.js"
 /**
  * @since 0.1.0

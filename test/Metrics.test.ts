@@ -13,25 +13,35 @@ let elections = 0
 /** A fresh election per test: metrics are process-wide, their tags keep the tests apart. */
 const election = () => `metrics-${++elections}`
 
-const tagged = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>, name: string, identity: string) =>
-  Metric.tagged(Metric.tagged(metric, "election", name), "identity", identity)
+// Series carry the election only; the identity is on the info gauge alone.
+const tagged = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>, name: string) =>
+  Metric.tagged(metric, "election", name)
 
-const read = (name: string, identity: string) =>
+const read = (name: string) =>
   Effect.all({
-    leading: Effect.map(Metric.value(tagged(Metrics.isLeader, name, identity)), (s) => s.value),
-    terms: Effect.map(Metric.value(tagged(Metrics.terms, name, identity)), (s) => s.count)
+    leading: Effect.map(Metric.value(tagged(Metrics.isLeader, name)), (s) => s.value),
+    terms: Effect.map(Metric.value(tagged(Metrics.terms, name)), (s) => s.count)
   })
 
-const stepDowns = (name: string, identity: string, reason: Metrics.StepDownReason) =>
-  Effect.map(Metric.value(Metric.tagged(tagged(Metrics.stepDowns, name, identity), "reason", reason)), (s) => s.count)
+const stepDowns = (name: string, reason: Metrics.StepDownReason) =>
+  Effect.map(Metric.value(Metric.tagged(tagged(Metrics.stepDowns, name), "reason", reason)), (s) => s.count)
 
-const storeErrors = (name: string, identity: string, operation: Store.Operation, kind: "retryable" | "fatal") =>
+const storeErrors = (name: string, operation: Store.Operation, kind: "retryable" | "fatal") =>
   Effect.map(
-    Metric.value(
-      Metric.tagged(Metric.tagged(tagged(Metrics.storeErrors, name, identity), "operation", operation), "kind", kind)
-    ),
+    Metric.value(Metric.tagged(Metric.tagged(tagged(Metrics.storeErrors, name), "operation", operation), "kind", kind)),
     (s) => s.count
   )
+
+const info = (name: string, identity: string) =>
+  Effect.map(Metric.value(Metric.tagged(tagged(Metrics.info, name), "identity", identity)), (s) => s.value)
+
+/** The tags of every series this election has in the process-wide registry, by metric name. */
+const series = (name: string) =>
+  Effect.map(Metric.snapshot, (pairs) =>
+    pairs.flatMap((pair) => {
+      const tags = Object.fromEntries(pair.metricKey.tags.map((t) => [t.key, t.value]))
+      return tags["election"] === name ? [{ metric: pair.metricKey.name, tags }] : []
+    }))
 
 const seconds = (n: number) => TestClock.adjust(Duration.millis(n * 1000))
 
@@ -49,33 +59,60 @@ describe("Metrics", () => {
     Effect.gen(function*() {
       const name = election()
       const db = yield* world
-      const before = yield* read(name, "a")
+      const before = yield* read(name)
       const { elector, scope } = yield* join(db, { name, identity: "a" })
       expect(yield* elector.isLeader).toBe(true)
-      const leading = yield* read(name, "a")
+      const leading = yield* read(name)
       expect(leading.leading).toBe(1)
       expect(leading.terms).toBe(before.terms + 1)
       yield* seconds(60)
-      const latency = yield* Metric.value(tagged(Metrics.renewLatency, name, "a"))
+      const latency = yield* Metric.value(tagged(Metrics.renewLatency, name))
       expect(latency.count).toBe(12)
       // On TestClock a renewal takes no time at all: every sample is 0ms.
       expect(latency.sum).toBe(0)
       yield* Scope.close(scope, Exit.void)
-      const after = yield* read(name, "a")
+      const after = yield* read(name)
       expect(after.leading).toBe(0)
-      expect(yield* stepDowns(name, "a", "shutdown")).toBe(1)
-      expect(yield* stepDowns(name, "a", "expired")).toBe(0)
+      expect(yield* stepDowns(name, "shutdown")).toBe(1)
+      expect(yield* stepDowns(name, "expired")).toBe(0)
     }))
 
   it.scoped("reports a follower as not leading from the start", () =>
     Effect.gen(function*() {
       const name = election()
       const db = yield* world
-      yield* join(db, { name, identity: "a" })
+      // The leader is another process: only the follower reports here.
+      yield* db.acquire(name, "elsewhere", Duration.seconds(15), null)
       yield* join(db, { name, identity: "b" })
-      const follower = yield* read(name, "b")
+      const follower = yield* read(name)
       expect(follower.leading).toBe(0)
       expect(follower.terms).toBe(0)
+    }))
+
+  it.scoped("names the identity on the info gauge only: a restart with a new identity starts no new series", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const db = yield* world
+      const first = yield* join(db, { name })
+      yield* seconds(6)
+      expect(yield* info(name, first.elector.config.identity)).toBe(1)
+      const before = yield* series(name)
+      expect(before.filter((s) => "identity" in s.tags).map((s) => s.metric)).toEqual(["leaderelection_info"])
+      yield* Scope.close(first.scope, Exit.void)
+      expect(yield* info(name, first.elector.config.identity)).toBe(0)
+      // The same participant restarted, under a freshly generated identity.
+      const second = yield* join(db, { name })
+      yield* seconds(6)
+      expect(second.elector.config.identity).not.toBe(first.elector.config.identity)
+      expect(yield* info(name, second.elector.config.identity)).toBe(1)
+      const after = yield* series(name)
+      const withoutIdentity = (list: typeof before) =>
+        list.filter((s) => !("identity" in s.tags)).map((s) => `${s.metric} ${JSON.stringify(s.tags)}`).sort()
+      // stepDowns{reason=shutdown} appeared with the first shutdown; nothing else is new.
+      expect(withoutIdentity(after)).toEqual(
+        [...withoutIdentity(before), `leaderelection_step_downs_total {"election":"${name}","reason":"shutdown"}`].sort()
+      )
+      expect(after.filter((s) => "identity" in s.tags)).toHaveLength(2)
     }))
 
   it.scoped("records an expired term and the retryable renewal failures behind it", () =>
@@ -85,11 +122,11 @@ describe("Metrics", () => {
       yield* join(store, { name, identity: "a" })
       store.set(Faulty.fail)
       yield* seconds(15)
-      const metrics = yield* read(name, "a")
+      const metrics = yield* read(name)
       expect(metrics.leading).toBe(0)
-      expect(yield* stepDowns(name, "a", "expired")).toBe(1)
-      expect(yield* storeErrors(name, "a", "renew", "retryable")).toBeGreaterThan(1)
-      expect(yield* storeErrors(name, "a", "renew", "fatal")).toBe(0)
+      expect(yield* stepDowns(name, "expired")).toBe(1)
+      expect(yield* storeErrors(name, "renew", "retryable")).toBeGreaterThan(1)
+      expect(yield* storeErrors(name, "renew", "fatal")).toBe(0)
     }))
 
   it.scoped("records a lost lease, and fatal errors by operation", () =>
@@ -103,10 +140,10 @@ describe("Metrics", () => {
       yield* db.acquire(name, "b", Duration.seconds(15), null)
       store.set(Faulty.fatal, "inspect")
       yield* seconds(6)
-      const metrics = yield* read(name, "a")
+      const metrics = yield* read(name)
       expect(metrics.leading).toBe(0)
-      expect(yield* stepDowns(name, "a", "lost")).toBe(1)
-      expect(yield* storeErrors(name, "a", "inspect", "fatal")).toBeGreaterThan(0)
+      expect(yield* stepDowns(name, "lost")).toBe(1)
+      expect(yield* storeErrors(name, "inspect", "fatal")).toBeGreaterThan(0)
     }))
 
   it.scoped("runs every store call in a span named for its operation", () =>

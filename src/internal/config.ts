@@ -18,7 +18,8 @@ export const defaults = {
 /** @internal */
 export const formatDuration = (d: Duration.Duration): string => `${Number((Duration.toMillis(d) / 1000).toFixed(3))}s`
 
-const duration = (
+/** @internal */
+export const duration = (
   field: string,
   input: Duration.DurationInput | undefined,
   fallback: Duration.Duration

@@ -1,10 +1,16 @@
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
+import type * as Scope from "effect/Scope"
 import * as Metrics from "../Metrics.js"
 import type { Operation, StoreError } from "../Store.js"
 
-/** The metrics and spans of one participant, tagged with its election and identity. */
+/**
+ * The metrics and spans of one participant. Metrics are tagged with the
+ * election only: a generated identity is new on every restart, and as a tag it
+ * would start new series each time. It goes on the info gauge alone, and on
+ * spans.
+ */
 export interface Instrumentation {
   readonly termStarted: Effect.Effect<void>
   readonly termEnded: (reason: Metrics.StepDownReason) => Effect.Effect<void>
@@ -15,12 +21,14 @@ export interface Instrumentation {
 }
 
 /** @internal */
-export const make = (election: string, identity: string): Effect.Effect<Instrumentation> => {
+export const make = (election: string, identity: string): Effect.Effect<Instrumentation, never, Scope.Scope> => {
   const tag = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>): Metric.Metric<Type, In, Out> =>
-    Metric.tagged(Metric.tagged(metric, "election", election), "identity", identity)
+    Metric.tagged(metric, "election", election)
   const leading = tag(Metrics.isLeader)
   const latency = tag(Metrics.renewLatency)
-  return Effect.as(Metric.set(leading, 0), {
+  const info = Metric.tagged(tag(Metrics.info), "identity", identity)
+  const announce = Effect.acquireRelease(Metric.set(info, 1), () => Metric.set(info, 0))
+  return Effect.as(Effect.zipRight(announce, Metric.set(leading, 0)), {
     termStarted: Effect.zipRight(Metric.increment(tag(Metrics.terms)), Metric.set(leading, 1)),
     termEnded: (reason) =>
       Effect.zipRight(Metric.set(leading, 0), Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))),
