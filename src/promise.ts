@@ -14,7 +14,6 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Encoding from "effect/Encoding"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import type * as Fiber from "effect/Fiber"
@@ -104,23 +103,15 @@ export interface ErrorJSON {
 }
 
 /**
- * {@link PromiseStatus} as JSON: bigints as decimal strings, dates as ISO
- * strings, the payload in base64, absent values as `null`.
+ * {@link PromiseStatus} as JSON: `Elector.StatusJson` (bigints as decimal
+ * strings, dates as ISO strings, the payload in base64, absent values as
+ * `null`) with the elector's state and the error that failed it.
  *
  * @since 0.1.0
  * @category models
  */
-export interface PromiseStatusJSON {
+export interface PromiseStatusJSON extends Elector.StatusJson {
   readonly state: ElectorState
-  readonly isLeader: boolean
-  readonly fence: string | null
-  readonly identity: string
-  readonly leader: string | null
-  readonly leaderFence: string | null
-  readonly leaderPayload: string | null
-  readonly observedAt: string | null
-  readonly validUntil: string | null
-  readonly lastError: ErrorJSON | null
   readonly error: ErrorJSON | null
 }
 
@@ -190,24 +181,10 @@ export interface PromiseElector {
 const invoke = (f: () => unknown): Promise<Exit.Exit<unknown, unknown>> =>
   Promise.resolve().then(f).then(Exit.succeed, Exit.fail)
 
-const describe = (error: unknown): ErrorJSON =>
+const errorJSON = (error: unknown): ErrorJSON =>
   error instanceof Error
     ? { _tag: "_tag" in error && typeof error._tag === "string" ? error._tag : error.name, message: error.message }
     : { _tag: "Unknown", message: String(error) }
-
-const toJSON = (status: Omit<PromiseStatus, "toJSON">): PromiseStatusJSON => ({
-  state: status.state,
-  isLeader: status.isLeader,
-  fence: status.fence?.toString() ?? null,
-  identity: status.identity,
-  leader: status.leader ?? null,
-  leaderFence: status.leaderFence?.toString() ?? null,
-  leaderPayload: status.leaderPayload === undefined ? null : Encoding.encodeBase64(status.leaderPayload),
-  observedAt: status.observedAt?.toISOString() ?? null,
-  validUntil: status.validUntil?.toISOString() ?? null,
-  lastError: status.lastError === undefined ? null : describe(status.lastError),
-  error: status.state === "failed" ? describe(status.error) : null
-})
 
 const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, "\\\"")
 
@@ -442,21 +419,39 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   const current = <A>(f: (elector: Elector.ElectorShape) => Effect.Effect<A>, otherwise: A): A =>
     run?.elector === undefined ? otherwise : Effect.runSync(f(run.elector))
 
-  const snapshot = (status: Option.Option<Elector.Status>): PromiseStatus => {
-    const plain = {
-      state,
-      isLeader: Option.exists(status, (s) => s.isLeader),
-      fence: Option.getOrUndefined(Option.flatMap(status, (s) => s.fence)),
+  // What status() reports while no elector runs.
+  const idle: Elector.Status = {
+    isLeader: false,
+    fence: Option.none(),
+    identity,
+    leader: Option.none(),
+    leaderFence: Option.none(),
+    leaderPayload: Option.none(),
+    observedAt: Option.none(),
+    validUntil: Option.none(),
+    lastError: Option.none()
+  }
+
+  const snapshot = (status: Elector.Status): PromiseStatus => {
+    const now = { state, failure }
+    return {
+      state: now.state,
+      isLeader: status.isLeader,
+      fence: Option.getOrUndefined(status.fence),
       identity,
-      leader: Option.getOrUndefined(Option.flatMap(status, (s) => s.leader)),
-      leaderFence: Option.getOrUndefined(Option.flatMap(status, (s) => s.leaderFence)),
-      leaderPayload: Option.getOrUndefined(Option.flatMap(status, (s) => s.leaderPayload)),
-      observedAt: Option.getOrUndefined(Option.flatMap(status, (s) => s.observedAt)),
-      validUntil: Option.getOrUndefined(Option.flatMap(status, (s) => s.validUntil)),
-      lastError: Option.getOrUndefined(Option.flatMap(status, (s) => s.lastError)),
-      error: failure?.error
+      leader: Option.getOrUndefined(status.leader),
+      leaderFence: Option.getOrUndefined(status.leaderFence),
+      leaderPayload: Option.getOrUndefined(status.leaderPayload),
+      observedAt: Option.getOrUndefined(status.observedAt),
+      validUntil: Option.getOrUndefined(status.validUntil),
+      lastError: Option.getOrUndefined(status.lastError),
+      error: now.failure?.error,
+      toJSON: () => ({
+        state: now.state,
+        ...Elector.statusToJson(status),
+        error: now.failure === undefined ? null : errorJSON(now.failure.error)
+      })
     }
-    return { ...plain, toJSON: () => toJSON(plain) }
   }
 
   // Ours: tagged with this election and, where the metric carries it, this identity.
@@ -499,7 +494,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
         }),
     isLeader: () => current((elector) => elector.isLeader, false),
     fence: () => current((elector) => Effect.map(elector.fence, Option.getOrUndefined), undefined),
-    status: () => snapshot(current((elector) => Effect.map(elector.status, Option.some), Option.none())),
+    status: () => snapshot(current((elector) => elector.status, idle)),
     metrics
   }
 }

@@ -572,26 +572,33 @@ describe("createElector (Promise wrapper)", () => {
     it("metrics() exposes this elector's metrics in the Prometheus text format", async () => {
       const store = await memory()
       const name = unique("metrics")
+      const other = unique("metrics")
       const a = createElector({ ...fast, name, store, identity: "a" })
-      const b = createElector({ ...fast, name, store, identity: "b\"quoted\"" })
+      // Another participant of the same election, and one of another election.
+      const b = createElector({ ...fast, name, store, identity: "b" })
+      const c = createElector({ ...fast, name: other, store, identity: "c\"quoted\"" })
       await a.start()
       await eventually(() => a.isLeader(), "leadership")
-      await b.start()
       // A renewal, for the latency histogram.
       await eventually(() => a.metrics().includes("leaderelection_renew_latency_count"), "a renewal")
       const text = a.metrics()
       expect(text).toContain("# HELP leaderelection_is_leader 1 while this participant leads the election, 0 otherwise\n# TYPE leaderelection_is_leader gauge\n")
-      expect(text).toContain(`leaderelection_is_leader{election="${name}",identity="a"} 1\n`)
-      expect(text).toContain("# TYPE leaderelection_terms_total counter\n")
-      expect(text).toContain(`leaderelection_terms_total{election="${name}",identity="a"} 1\n`)
+      expect(text).toContain(`leaderelection_is_leader{election="${name}"} 1\n`)
+      expect(text).toContain(`# TYPE leaderelection_info gauge\nleaderelection_info{election="${name}",identity="a"} 1\n`)
+      expect(text).toContain(`# TYPE leaderelection_terms_total counter\nleaderelection_terms_total{election="${name}"} 1\n`)
       expect(text).toContain("# TYPE leaderelection_renew_latency histogram\n")
-      expect(text).toMatch(new RegExp(`leaderelection_renew_latency_bucket\\{[^}]*identity="a"[^}]*le="\\+Inf"\\} [1-9]\\d*\n`))
+      expect(text).toMatch(new RegExp(`leaderelection_renew_latency_bucket\\{[^}]*election="${name}"[^}]*le="\\+Inf"\\} [1-9]\\d*\n`))
       expect(text).toMatch(/leaderelection_renew_latency_bucket\{[^}]*le="1"\} \d+\n/)
       expect(text).toMatch(/leaderelection_renew_latency_sum\{[^}]*\} [\d.]+\n/)
-      // Only this elector's series: not b's, nor other elections'.
-      expect(text).not.toContain("quoted")
-      expect(text).not.toMatch(/election="(?!metrics-)/)
-      expect(b.metrics()).toContain(`leaderelection_is_leader{election="${name}",identity="b\\"quoted\\""} 0\n`)
+      // Only this elector's series: not b's info, nor other elections'. (Series
+      // other than the info gauge are per election and process: b's updates
+      // land on the same is_leader series as a's.)
+      await b.start()
+      await c.start()
+      expect(a.metrics()).not.toContain(`identity="b"`)
+      expect(b.metrics()).toContain(`leaderelection_info{election="${name}",identity="b"} 1\n`)
+      expect(a.metrics().match(/election="[^"]*"/g)?.every((label) => label === `election="${name}"`)).toBe(true)
+      expect(c.metrics()).toContain(`leaderelection_info{election="${other}",identity="c\\"quoted\\""} 1\n`)
       // The app's own metrics tagged with the election come along, but only kinds Prometheus has a type for.
       await Effect.runPromise(Effect.all([
         Metric.increment(Metric.tagged(Metric.counter("app_jobs_total"), "election", name)),
@@ -601,7 +608,9 @@ describe("createElector (Promise wrapper)", () => {
       expect(a.metrics()).not.toContain("app_outcomes")
       await a.stop()
       await b.stop()
-      expect(a.metrics()).toContain(`leaderelection_step_downs_total{election="${name}",identity="a",reason="shutdown"} 1\n`)
+      await c.stop()
+      expect(a.metrics()).toContain(`leaderelection_step_downs_total{election="${name}",reason="shutdown"} 1\n`)
+      expect(a.metrics()).toContain(`leaderelection_info{election="${name}",identity="a"} 0\n`)
     })
   })
 })
