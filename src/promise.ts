@@ -2,19 +2,31 @@
  * The elector for callers that do not use Effect: Promises, an AbortSignal
  * per term, and plain values instead of `Option`.
  *
+ * A Promise elector is a small state machine, `stopped → starting → running
+ * → stopping → stopped`, plus `failed`. `start()` and `stop()` may be called
+ * any number of times, in any order, without awaiting each other: the last
+ * call wins, and one elector at most takes part at a time. Every user
+ * callback is contained: a throw or a rejection is logged, never thrown at
+ * the caller nor left as an unhandled rejection, and waiting for a callback
+ * to settle is bounded by `leaseDuration`.
+ *
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
-import { constVoid } from "effect/Function"
+import * as FiberId from "effect/FiberId"
+import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Metric from "effect/Metric"
+import type * as MetricPair from "effect/MetricPair"
+import * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
-import * as Scope from "effect/Scope"
 import * as Elector from "./Elector.js"
 import type { LastError } from "./ElectorError.js"
+import { formatDuration } from "./internal/config.js"
 import { Store, type StoreShape } from "./Store.js"
 
 /**
@@ -31,24 +43,87 @@ export interface PromiseElectorOptions
    */
   readonly store: Layer.Layer<Store, unknown> | StoreShape
   /**
-   * Runs for each term. `signal` is aborted the instant leadership becomes
-   * uncertain: stop promptly. This participant cannot lead again, nor release
-   * its lease, until the returned promise settles.
+   * Runs for each term. `signal` is aborted when the term ends, whether or
+   * not the callback has returned by then: stop promptly, and tie anything
+   * that outlives the call (timers, sockets) to the signal. The lease is not
+   * released until the returned promise settles, or until `leaseDuration`
+   * after the abort, whichever comes first. A rejection is logged and ends
+   * the term's work.
    */
   readonly onStartedLeading?: ((signal: AbortSignal, fence: bigint) => void | Promise<void>) | undefined
-  /** Runs after each term, once `onStartedLeading` has settled. */
+  /**
+   * Runs after each term, once `onStartedLeading` has settled. Waited for
+   * at most `leaseDuration`.
+   */
   readonly onStoppedLeading?: (() => void | Promise<void>) | undefined
-  /** A new term was observed. Advisory: never decide leadership on it. */
+  /**
+   * A new term was observed. Advisory: never decide leadership on it. Called
+   * off the election's path: a returned promise is not waited for.
+   */
   readonly onNewLeader?: ((identity: string, fence: bigint) => void) | undefined
+  /**
+   * Called each time the elector enters `failed`: when `start()` fails, and
+   * when the election loop ends by itself while running. Not called for
+   * failures the elector handles (store errors, lost leases: see
+   * `status().lastError`).
+   */
+  readonly onError?: ((error: unknown) => void) | undefined
+  /**
+   * The least severe level logged: `"All"`, `"Trace"`, `"Debug"`, `"Info"`
+   * (default), `"Warning"`, `"Error"`, `"Fatal"` or `"None"`. Logs go to
+   * Effect's default logger (the console).
+   */
+  readonly logLevel?: LogLevel.Literal | undefined
 }
 
 /**
- * `Elector.Status` with plain values.
+ * Where a Promise elector is in its life.
+ *
+ * - `stopped`: not taking part (initially, and once `stop()` has finished);
+ * - `starting`: building the store and the elector;
+ * - `running`: taking part in the election (following or leading);
+ * - `stopping`: ending the term, releasing the lease, tearing the store down;
+ * - `failed`: `start()` failed, or the election loop ended by itself; see
+ *   `status().error`. `start()` starts afresh, `stop()` returns to `stopped`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ElectorState = "stopped" | "starting" | "running" | "stopping" | "failed"
+
+/**
+ * An error as JSON: its tag (or class name) and message.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ErrorJSON {
+  readonly _tag: string
+  readonly message: string
+}
+
+/**
+ * {@link PromiseStatus} as JSON: `Elector.StatusJson` (bigints as decimal
+ * strings, dates as ISO strings, the payload in base64, absent values as
+ * `null`) with the elector's state and the error that failed it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PromiseStatusJSON extends Elector.StatusJson {
+  readonly state: ElectorState
+  readonly error: ErrorJSON | null
+}
+
+/**
+ * `Elector.Status` with plain values, the elector's state, and the error
+ * that failed it. `JSON.stringify(status)` works: see {@link PromiseStatusJSON}.
  *
  * @since 0.1.0
  * @category models
  */
 export interface PromiseStatus {
+  readonly state: ElectorState
   readonly isLeader: boolean
   readonly fence: bigint | undefined
   readonly identity: string
@@ -57,7 +132,11 @@ export interface PromiseStatus {
   readonly leaderPayload: Uint8Array | undefined
   readonly observedAt: Date | undefined
   readonly validUntil: Date | undefined
+  /** The latest store failure or lost lease; the elector handles these itself. */
   readonly lastError: LastError | undefined
+  /** While `failed`: what failed it. */
+  readonly error: unknown
+  readonly toJSON: () => PromiseStatusJSON
 }
 
 /**
@@ -66,36 +145,84 @@ export interface PromiseStatus {
  */
 export interface PromiseElector {
   readonly identity: string
-  /** Starts taking part in the election; resolves once running, not once leading. */
+  /**
+   * Asks for the elector to run. Resolves once it runs (not once it leads),
+   * or once a later `stop()` has taken over; rejects with the error (e.g. a
+   * `StoreError` from building the store) if starting fails.
+   */
   readonly start: () => Promise<void>
   /**
-   * Stops: the term's signal is aborted and awaited, `onStoppedLeading` has
-   * run and the lease is released (unless `disableRelease`) when it resolves.
+   * Asks for the elector to stop. Resolves once it has stopped (the term's
+   * signal aborted, `onStartedLeading` and `onStoppedLeading` settled or
+   * given up on after `leaseDuration` each, the lease released unless
+   * `disableRelease`, the store torn down), or once a later `start()` has
+   * taken over. Called while starting, it cancels the start. Never rejects.
    */
   readonly stop: () => Promise<void>
+  /**
+   * Settles when the elector leaves `running`: resolves when `stop()` has
+   * stopped it, rejects with the error when it fails. Resolved at once while
+   * `stopped`, rejected at once while `failed`.
+   */
+  readonly done: () => Promise<void>
   /** Whether this participant may act as leader right now; re-checks the deadline. */
   readonly isLeader: () => boolean
   /** The current term's fence token, while leading. */
   readonly fence: () => bigint | undefined
   readonly status: () => PromiseStatus
+  /**
+   * This elector's metrics (see the `Metrics` module) in the Prometheus text
+   * exposition format, ready to serve on a `/metrics` endpoint.
+   */
+  readonly metrics: () => string
 }
 
-const unsettled = (promise: Promise<void>) => Effect.promise(() => promise.then(constVoid, constVoid))
+/** A callback's outcome, as a promise that never rejects; a synchronous throw counts as a rejection. */
+const invoke = (f: () => unknown): Promise<Exit.Exit<unknown, unknown>> =>
+  Promise.resolve().then(f).then(Exit.succeed, Exit.fail)
 
-/** Runs an async callback as an effect that, when interrupted, aborts it and waits for it to settle. */
-const term = (f: (signal: AbortSignal, fence: bigint) => void | Promise<void>, fence: bigint) =>
-  Effect.suspend(() => {
-    const controller = new AbortController()
-    const settled = Promise.resolve().then(() => f(controller.signal, fence))
-    return Effect.promise(() => settled).pipe(
-      Effect.onInterrupt(() => Effect.zipRight(Effect.sync(() => controller.abort()), unsettled(settled)))
-    )
-  })
+const errorJSON = (error: unknown): ErrorJSON =>
+  error instanceof Error
+    ? { _tag: "_tag" in error && typeof error._tag === "string" ? error._tag : error.name, message: error.message }
+    : { _tag: "Unknown", message: String(error) }
 
-const callback = (name: string, f: () => void | Promise<void>) =>
-  Effect.tryPromise(async () => f()).pipe(
-    Effect.catchAll((error) => Effect.logError(`${name} failed`, error.error))
-  )
+const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, "\\\"")
+
+/** One metric in the Prometheus text format: its type and sample lines, or undefined for kinds not exposed. */
+const exposition = (pair: MetricPair.MetricPair.Untyped): readonly [string, ReadonlyArray<string>] | undefined => {
+  const name = pair.metricKey.name
+  const labels = (extra: ReadonlyArray<readonly [string, string]>) => {
+    const all = [...pair.metricKey.tags.map((tag) => [tag.key, tag.value] as const), ...extra]
+    return `{${all.map(([key, value]) => `${key}="${escapeLabel(value)}"`).join(",")}}`
+  }
+  const state = pair.metricState
+  return MetricState.isCounterState(state)
+    ? ["counter", [`${name}${labels([])} ${state.count}`]]
+    : MetricState.isGaugeState(state)
+    ? ["gauge", [`${name}${labels([])} ${state.value}`]]
+    : MetricState.isHistogramState(state)
+    ? ["histogram", [
+      ...state.buckets.map(([bound, count]) =>
+        `${name}_bucket${labels([["le", bound === Infinity ? "+Inf" : String(bound)]])} ${count}`
+      ),
+      `${name}_sum${labels([])} ${state.sum}`,
+      `${name}_count${labels([])} ${state.count}`
+    ]]
+    : undefined
+}
+
+/** A run of the elector: one store, one elector, one election loop, in one fiber. */
+interface Run {
+  fiber: Fiber.RuntimeFiber<never, unknown> | undefined
+  elector: Elector.ElectorShape | undefined
+}
+
+interface Waiter {
+  /** A `start()` call, which a failure rejects; a `stop()` call resolves whatever the outcome. */
+  readonly start: boolean
+  readonly resolve: () => void
+  readonly reject: (error: unknown) => void
+}
 
 /**
  * Builds an elector for Promise callers. An invalid configuration throws a
@@ -113,6 +240,10 @@ const callback = (name: string, f: () => void | Promise<void>) =>
  *   name: "invoice-reconciler",
  *   onStartedLeading: async (signal, fence) => {
  *     while (!signal.aborted) await reconcileOnce(fence)
+ *   },
+ *   onError: (error) => {
+ *     console.error("elector failed", error)
+ *     process.exitCode = 1
  *   }
  * })
  * await elector.start()
@@ -121,78 +252,250 @@ const callback = (name: string, f: () => void | Promise<void>) =>
  * ```
  */
 export const createElector = (options: PromiseElectorOptions): PromiseElector => {
-  const { onNewLeader, onStartedLeading, onStoppedLeading, store, ...config } = options
+  const { logLevel, onError, onNewLeader, onStartedLeading, onStoppedLeading, store, ...config } = options
   const validated = Effect.runSyncExit(Elector.validate(config))
   if (Exit.isFailure(validated)) throw Cause.squash(validated.cause)
-  const { identity } = validated.value
+  const { identity, leaseDuration, name } = validated.value
   const layer: Layer.Layer<Store, unknown> = "acquire" in store ? Layer.succeed(Store, store) : store
 
-  let running:
-    | {
-      readonly runtime: ManagedRuntime.ManagedRuntime<Store, unknown>
-      readonly scope: Scope.CloseableScope
-      readonly elector: Elector.ElectorShape
-      readonly fiber: Fiber.RuntimeFiber<never, unknown>
+  const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    effect.pipe(
+      Effect.annotateLogs({ election: name, identity }),
+      Logger.withMinimumLogLevel(LogLevel.fromLiteral(logLevel ?? "Info"))
+    )
+  const log = (effect: Effect.Effect<void>) => Effect.runFork(logged(effect))
+
+  /** Waits for a callback to settle, at most `leaseDuration`, and logs an overrun instead of waiting on. */
+  const settled = (
+    callback: string,
+    outcome: Promise<Exit.Exit<unknown, unknown>>,
+    onFailure: (cause: Cause.Cause<unknown>) => Effect.Effect<void>
+  ): Effect.Effect<void> =>
+    // Interruptible, so that the timeout also holds where it is awaited in a finalizer.
+    Effect.interruptible(Effect.promise(() => outcome)).pipe(
+      Effect.timeoutOption(leaseDuration),
+      Effect.flatMap(Option.match({
+        onNone: () =>
+          Effect.logWarning(
+            `${callback} did not settle within leaseDuration (${formatDuration(leaseDuration)}); going on without it`
+          ),
+        onSome: Exit.match({ onSuccess: () => Effect.void, onFailure })
+      }))
+    )
+  const failed = (callback: string) => (cause: Cause.Cause<unknown>) => Effect.logError(`${callback} failed`, cause)
+
+  // The term's work: the signal is aborted when the term's fiber ends, which
+  // is at the end of the term even when the callback returned long before.
+  const term = (f: (signal: AbortSignal, fence: bigint) => void | Promise<void>, fence: bigint) =>
+    Effect.suspend(() => {
+      const controller = new AbortController()
+      const outcome = invoke(() => f(controller.signal, fence))
+      return Effect.promise(() => outcome).pipe(
+        Effect.flatten,
+        Effect.zipRight(Effect.never),
+        Effect.onInterrupt(() =>
+          Effect.zipRight(
+            Effect.sync(() => controller.abort()),
+            // Rejecting once aborted is how callbacks usually stop: not an error.
+            settled("onStartedLeading", outcome, (cause) => Effect.logDebug("onStartedLeading ended", cause))
+          )
+        ),
+        Effect.ensuring(Effect.sync(() => controller.abort()))
+      )
+    })
+
+  const electorConfig: Elector.ElectorConfig = {
+    ...config,
+    identity,
+    onStartedLeading: onStartedLeading === undefined ? undefined : (fence) => term(onStartedLeading, fence),
+    onStoppedLeading: onStoppedLeading === undefined
+      ? undefined
+      : Effect.suspend(() => settled("onStoppedLeading", invoke(onStoppedLeading), failed("onStoppedLeading"))),
+    // Called at once, in order, and never waited for: an observer cannot hold up the election.
+    onNewLeader: onNewLeader === undefined ? undefined : (leader, fence) =>
+      Effect.asVoid(Effect.forkDaemon(settled("onNewLeader", invoke(() => onNewLeader(leader, fence)), failed("onNewLeader"))))
+  }
+
+  let state: ElectorState = "stopped"
+  // What the last start() or stop() asked for.
+  let wanted: "running" | "stopped" = "stopped"
+  let run: Run | undefined
+  let failure: { readonly error: unknown } | undefined
+  // Calls waiting for the elector to settle, and done() calls waiting for the run to end.
+  let waiting: Array<Waiter> = []
+  let ending: Array<Waiter> = []
+
+  const settle = () => {
+    const waiters = waiting
+    waiting = []
+    for (const waiter of waiters) {
+      if (waiter.start && failure !== undefined) waiter.reject(failure.error)
+      else waiter.resolve()
     }
-    | undefined
+  }
+
+  const ended = (error: { readonly error: unknown } | undefined) => {
+    const waiters = ending
+    ending = []
+    for (const waiter of waiters) {
+      if (error === undefined) waiter.resolve()
+      else waiter.reject(error.error)
+    }
+  }
+
+  const started = (current: Run, elector: Elector.ElectorShape) => {
+    current.elector = elector
+    // Not if a stop() came in meanwhile: the run is stopping already.
+    if (state === "starting") {
+      state = "running"
+      settle()
+    }
+  }
+
+  const exited = (exit: Exit.Exit<never, unknown>) => {
+    const cause = Exit.isFailure(exit) ? exit.cause : Cause.empty
+    run = undefined
+    if (state === "stopping") {
+      if (!Cause.isInterruptedOnly(cause)) log(Effect.logError("the elector failed while stopping", cause))
+      state = "stopped"
+      ended(undefined)
+      return advance()
+    }
+    // It ended by itself, while starting or running: report it, and stay down until start() is called again.
+    const error = Cause.squash(cause)
+    log(Effect.logError(`the elector ${state === "starting" ? "could not start" : "stopped on a failure"}`, cause))
+    state = "failed"
+    failure = { error }
+    wanted = "stopped"
+    ended(failure)
+    settle()
+    if (onError !== undefined) {
+      void invoke(() => onError(error)).then((outcome) => {
+        if (Exit.isFailure(outcome)) log(failed("onError")(outcome.cause))
+      })
+    }
+  }
+
+  const program = (current: Run): Effect.Effect<never, unknown> =>
+    Effect.gen(function*() {
+      const elector = yield* Elector.make(electorConfig)
+      yield* Effect.sync(() => started(current, elector))
+      return yield* elector.run
+    }).pipe(Effect.scoped, Effect.provide(layer), logged)
+
+  const launch = () => {
+    state = "starting"
+    failure = undefined
+    const current: Run = { fiber: undefined, elector: undefined }
+    run = current
+    current.fiber = Effect.runFork(program(current))
+    current.fiber.addObserver(exited)
+  }
+
+  // Moves one step towards what was last asked for; the fiber's exit moves on from `stopping`.
+  const advance = (): void => {
+    if (state === "stopping") return
+    if (wanted === "running") {
+      if (state === "stopped" || state === "failed") return launch()
+      if (state === "running") settle()
+      return
+    }
+    if (run?.fiber !== undefined) {
+      state = "stopping"
+      return run.fiber.unsafeInterruptAsFork(FiberId.none)
+    }
+    state = "stopped"
+    failure = undefined
+    settle()
+  }
+
+  const request = (start: boolean) =>
+    new Promise<void>((resolve, reject) => {
+      wanted = start ? "running" : "stopped"
+      waiting.push({ start, resolve, reject })
+      advance()
+    })
 
   const current = <A>(f: (elector: Elector.ElectorShape) => Effect.Effect<A>, otherwise: A): A =>
-    running === undefined ? otherwise : Effect.runSync(f(running.elector))
+    run?.elector === undefined ? otherwise : Effect.runSync(f(run.elector))
 
-  const snapshot = (status: Elector.Status): PromiseStatus => ({
-    isLeader: status.isLeader,
-    fence: Option.getOrUndefined(status.fence),
-    identity: status.identity,
-    leader: Option.getOrUndefined(status.leader),
-    leaderFence: Option.getOrUndefined(status.leaderFence),
-    leaderPayload: Option.getOrUndefined(status.leaderPayload),
-    observedAt: Option.getOrUndefined(status.observedAt),
-    validUntil: Option.getOrUndefined(status.validUntil),
-    lastError: Option.getOrUndefined(status.lastError)
-  })
+  // What status() reports while no elector runs.
+  const idle: Elector.Status = {
+    isLeader: false,
+    fence: Option.none(),
+    identity,
+    leader: Option.none(),
+    leaderFence: Option.none(),
+    leaderPayload: Option.none(),
+    observedAt: Option.none(),
+    validUntil: Option.none(),
+    lastError: Option.none()
+  }
+
+  const snapshot = (status: Elector.Status): PromiseStatus => {
+    const now = { state, failure }
+    return {
+      state: now.state,
+      isLeader: status.isLeader,
+      fence: Option.getOrUndefined(status.fence),
+      identity,
+      leader: Option.getOrUndefined(status.leader),
+      leaderFence: Option.getOrUndefined(status.leaderFence),
+      leaderPayload: Option.getOrUndefined(status.leaderPayload),
+      observedAt: Option.getOrUndefined(status.observedAt),
+      validUntil: Option.getOrUndefined(status.validUntil),
+      lastError: Option.getOrUndefined(status.lastError),
+      error: now.failure?.error,
+      toJSON: () => ({
+        state: now.state,
+        ...Elector.statusToJson(status),
+        error: now.failure === undefined ? null : errorJSON(now.failure.error)
+      })
+    }
+  }
+
+  // Ours: tagged with this election and, where the metric carries it, this identity.
+  const ours = (pair: MetricPair.MetricPair.Untyped) =>
+    pair.metricKey.tags.some((tag) => tag.key === "election" && tag.value === name) &&
+    pair.metricKey.tags.every((tag) => tag.key !== "identity" || tag.value === identity)
+
+  const metrics = () => {
+    const families = new Map<string, { readonly help: string; readonly type: string; readonly lines: Array<string> }>()
+    const samples = Metric.unsafeSnapshot().filter(ours).flatMap((pair) => {
+      const sample = exposition(pair)
+      return sample === undefined ? [] : [[pair, sample] as const]
+    })
+    for (const [pair, sample] of samples) {
+      const family = families.get(pair.metricKey.name) ?? {
+        help: Option.getOrElse(pair.metricKey.description, () => pair.metricKey.name),
+        type: sample[0],
+        lines: []
+      }
+      family.lines.push(...sample[1])
+      families.set(pair.metricKey.name, family)
+    }
+    return [...families].map(([metric, family]) =>
+      `# HELP ${metric} ${family.help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}\n# TYPE ${metric} ${family.type}\n${
+        family.lines.join("\n")
+      }\n`
+    ).join("")
+  }
 
   return {
     identity,
-    start: async () => {
-      if (running !== undefined) return
-      const runtime = ManagedRuntime.make(layer)
-      const scope = Effect.runSync(Scope.make())
-      const elector = await runtime.runPromise(
-        Elector.make({
-          ...config,
-          identity,
-          onStartedLeading: onStartedLeading === undefined ? undefined : (fence) => term(onStartedLeading, fence),
-          onStoppedLeading: onStoppedLeading === undefined ? undefined : callback("onStoppedLeading", onStoppedLeading),
-          onNewLeader: onNewLeader === undefined
-            ? undefined
-            : (leader, fence) => callback("onNewLeader", () => onNewLeader(leader, fence))
-        }).pipe(Scope.extend(scope))
-      )
-      running = { runtime, scope, elector, fiber: runtime.runFork(elector.run) }
-    },
-    stop: async () => {
-      if (running === undefined) return
-      const { fiber, runtime, scope } = running
-      running = undefined
-      await runtime.runPromise(Effect.zipRight(Fiber.interrupt(fiber), Scope.close(scope, Exit.void)))
-      await runtime.dispose()
-    },
+    start: () => request(true),
+    stop: () => request(false),
+    done: () =>
+      state === "stopped"
+        ? Promise.resolve()
+        : new Promise<void>((resolve, reject) => {
+          if (failure === undefined) ending.push({ start: false, resolve, reject })
+          else reject(failure.error)
+        }),
     isLeader: () => current((elector) => elector.isLeader, false),
     fence: () => current((elector) => Effect.map(elector.fence, Option.getOrUndefined), undefined),
-    status: () =>
-      current(
-        (elector) => Effect.map(elector.status, snapshot),
-        snapshot({
-          isLeader: false,
-          fence: Option.none(),
-          identity,
-          leader: Option.none(),
-          leaderFence: Option.none(),
-          leaderPayload: Option.none(),
-          observedAt: Option.none(),
-          validUntil: Option.none(),
-          lastError: Option.none()
-        })
-      )
+    status: () => snapshot(current((elector) => elector.status, idle)),
+    metrics
   }
 }
+
