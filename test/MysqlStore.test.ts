@@ -230,7 +230,7 @@ describe("MysqlStore configuration", () => {
 
   it.effect("bad URLs and options are refused with field and reason, without leaking the password", () =>
     Effect.gen(function*() {
-      const cases: Array<[string, MysqlStore.MysqlStoreOptions, string, RegExp]> = [
+      const cases: Array<[string, MysqlStore.MysqlStoreUrlOptions, string, RegExp]> = [
         ["not a url", {}, "url", /not a URL/],
         ["postgres://u:secret@h/db", {}, "url", /scheme must be mysql: or mariadb:/],
         ["mysql:///db", {}, "url", /no host/],

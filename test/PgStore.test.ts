@@ -265,7 +265,7 @@ describe("PgStore errors", () => {
 })
 
 describe("PgStore over a caller's pool", () => {
-  it.live("PgStore.layer runs on the given pool and leaves it to the caller", () =>
+  it.live("PgStore.layerFromPool runs on the given pool and leaves it to the caller", () =>
     Effect.gen(function*() {
       const pool = yield* Effect.acquireRelease(
         Effect.sync(() => new pg.Pool({ connectionString: directUrl, max: 2 })),
@@ -275,10 +275,10 @@ describe("PgStore over a caller's pool", () => {
       dropped.push(table)
       const name = uniqueName("pool")
       const lease = yield* Effect.flatMap(Store.Store, (store) => store.acquire(name, "a", Duration.seconds(30), null)).pipe(
-        Effect.provide(PgStore.layer({ pool, table, ensureSchema: true }))
+        Effect.provide(PgStore.layerFromPool(pool, { table, ensureSchema: true }))
       )
       expect(lease.fence).toBe(1n)
-      const store = yield* PgStore.make(pool, { table })
+      const store = yield* PgStore.makeFromPool(pool, { table })
       expect(store.table).toBe(PgStore.quoteIdentifier(table))
       expect((yield* store.inspect(name)).holder).toBe("a")
       expect(pool.totalCount).toBeGreaterThan(0)

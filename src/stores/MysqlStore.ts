@@ -8,15 +8,19 @@
  * lock function or prepared statement outlives a call, so the store works
  * behind a multiplexing proxy.
  *
- * The connection settings come from the `MysqlClient` of
- * `@effect/sql-mysql2` in context (or, with {@link layerFromUrl}, from a
- * URL), but the store runs its statements on a small pool of its own. The
- * client's pool prepares every ordinary statement on the server (mysql2
- * `execute`) and takes a connection back after an interrupted query, where
- * it waits, busy, for an answer a hung server never sends. The store's pool
- * uses mysql2 `query` (values escaped by the driver) and destroys any
- * connection whose call failed or was interrupted, which also ends its
- * transaction on the server.
+ * Four constructors, the same as the PostgreSQL store's: from a URL
+ * ({@link layerFromUrl}, a `string` or `Redacted`), from `Config`
+ * ({@link layerConfig}), over the app's own mysql2 pool
+ * ({@link layerFromPool}), and from the `MysqlClient` of
+ * `@effect/sql-mysql2` in context ({@link layer}), whose connection settings
+ * the store copies into a small pool of its own. The store never runs its
+ * statements through the client: the client's pool prepares every ordinary
+ * statement on the server (mysql2 `execute`) and takes a connection back
+ * after an interrupted query, where it waits, busy, for an answer a hung
+ * server never sends. The store uses mysql2 `query` (values escaped by the
+ * driver), bounds every call by `operationTimeout`, and destroys any
+ * connection whose call failed, timed out or was interrupted, which also
+ * ends its transaction on the server.
  *
  * Portability between MySQL 8 and MariaDB 10.11, and how it is handled:
  *
@@ -57,11 +61,12 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
-import * as Redacted from "effect/Redacted"
+import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
+import * as SqlStore from "./internal/sqlStore.js"
 import * as classifier from "./mysql/classify.js"
 import * as identifier from "./mysql/identifier.js"
 import * as Pool from "./mysql/pool.js"
@@ -98,22 +103,77 @@ export class ConfigError extends Data.TaggedError("MysqlStoreConfigError")<{
   }
 }
 
+export {
+  /**
+   * @since 0.2.0
+   * @category errors
+   */
+  OperationTimeout
+} from "./internal/sqlStore.js"
+
 /**
+ * The options every constructor takes.
+ *
  * @since 0.1.0
  * @category models
+ * @example
+ * ```ts
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const options: MysqlStore.MysqlStoreOptions = { table: "elections", operationTimeout: "2 seconds" }
+ * ```
  */
 export interface MysqlStoreOptions {
   /** The database holding the table. Defaults to the connection's database. */
   readonly schema?: string | undefined
   /** The table. Defaults to {@link defaultTable}. */
   readonly table?: string | undefined
+  /**
+   * Bounds every call, waiting for a connection included. On expiry the call
+   * fails with a retryable `StoreError` and its connection is destroyed,
+   * which also rolls back its transaction. Defaults to 3 seconds, the
+   * elector's default operation timeout.
+   */
+  readonly operationTimeout?: Duration.DurationInput | undefined
+  /** Run {@link MysqlStore.ensureSchema} when the store is built. Defaults to false. */
+  readonly ensureSchema?: boolean | undefined
+}
+
+/**
+ * The options of a store that owns its pool ({@link makeFromUrl},
+ * {@link layerConfig}, {@link make}).
+ *
+ * @since 0.2.0
+ * @category models
+ * @example
+ * ```ts
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const options: MysqlStore.MysqlStoreUrlOptions = { maxConnections: 2, connectTimeout: "2 seconds" }
+ * ```
+ */
+export interface MysqlStoreUrlOptions extends MysqlStoreOptions {
   /** The store's own pool size. Defaults to 4. */
   readonly maxConnections?: number | undefined
   /** Bound on opening one connection, handshake included. Defaults to 5 seconds. */
   readonly connectTimeout?: Duration.DurationInput | undefined
-  /** Run {@link MysqlStore.ensureSchema} when the layer is built. Defaults to false. */
-  readonly ensureSchema?: boolean | undefined
 }
+
+/**
+ * What {@link layerConfig} reads: the URL (as `Redacted`) and the options of
+ * {@link MysqlStoreUrlOptions}.
+ *
+ * @since 0.2.0
+ * @category models
+ * @example
+ * ```ts
+ * import { Redacted } from "effect"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const config: MysqlStore.MysqlStoreConfig = { url: Redacted.make("mysql://app@db:3306/app"), table: "elections" }
+ * ```
+ */
+export type MysqlStoreConfig = SqlStore.UrlConfig<MysqlStoreUrlOptions>
 
 /**
  * The store's operations plus its schema management.
@@ -226,32 +286,23 @@ export const parseUrl = (url: string): Either.Either<Mysql.ConnectionOptions, Co
   })
 }
 
-// exactOptionalPropertyTypes: mysql2's options are optional, never undefined.
-const definedOnly = <A extends Record<string, unknown>>(record: A): { [K in keyof A]?: Exclude<A[K], undefined> } =>
-  Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as {
-    [K in keyof A]?: Exclude<A[K], undefined>
-  }
+/** Each store names its own error; the checks are shared. */
+const checked = <A>(result: Either.Either<A, SqlStore.Invalid>): Either.Either<A, ConfigError> =>
+  Either.mapLeft(result, (invalid) => new ConfigError(invalid))
 
 const fromClientConfig = (config: MysqlClient.MysqlClientConfig): Either.Either<Mysql.PoolOptions, ConfigError> =>
   Either.map(
     config.url === undefined
-      ? Either.right(definedOnly({
+      ? Either.right(SqlStore.definedOnly({
         host: config.host,
         port: config.port,
         database: config.database,
         user: config.username,
-        password: config.password === undefined ? undefined : Redacted.value(config.password)
+        password: SqlStore.revealOptional(config.password)
       }))
-      : parseUrl(Redacted.value(config.url)),
+      : parseUrl(SqlStore.reveal(config.url)),
     (connection) => ({ ...config.poolConfig, ...connection })
   )
-
-const poolSize = (options: MysqlStoreOptions): Either.Either<number, ConfigError> => {
-  const size = options.maxConnections ?? 4
-  return Number.isInteger(size) && size >= 1
-    ? Either.right(size)
-    : Either.left(new ConfigError({ field: "maxConnections", reason: `must be a positive integer, got ${size}` }))
-}
 
 const micros = (ttl: Duration.Duration): number => Math.max(0, Math.floor(Duration.toMillis(ttl) * 1000))
 
@@ -261,141 +312,245 @@ const rows = (result: unknown): ReadonlyArray<Record<string, unknown>> =>
 const affectedRows = (result: unknown): number =>
   Predicate.isRecord(result) && typeof result["affectedRows"] === "number" ? result["affectedRows"] : 0
 
-const makeWith = (
-  connection: Mysql.PoolOptions,
-  options: MysqlStoreOptions
-): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
+/** The store's operations on `pool`, for the already quoted `table`. */
+const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
+  // One short transaction on one connection; `Pool.use` destroys the
+  // connection, and with it the open transaction, if anything fails.
+  const transaction = <A>(
+    operation: "acquire" | "renew",
+    body: (query: Pool.Query) => Effect.Effect<A, StoreError>
+  ) =>
+    pool.use(operation, (query) =>
+      Effect.gen(function*() {
+        yield* query("START TRANSACTION", [])
+        const result = yield* body(query)
+        yield* query("COMMIT", [])
+        return result
+      }))
+  // Read back under the lock the write took in the same transaction, so
+  // the row is there; the store never deletes one.
+  const readBack = (query: Pool.Query, sql: string, values: ReadonlyArray<unknown>, name: string) =>
+    Effect.map(query(sql, values), (result) => Sql.toLease(name, rows(result)[0]!))
+  const bytes = (payload: Uint8Array | null) => payload === null ? null : Buffer.from(payload)
+
+  return {
+    table,
+    ensureSchema: pool.use("ensureSchema", (query) => query(Sql.createTable(table), [])).pipe(Effect.asVoid),
+    acquire: (name, identity, ttl, payload) =>
+      transaction("acquire", (query) =>
+        Effect.zipRight(
+          query(Sql.upsert(table), [
+            name,
+            identity,
+            micros(ttl),
+            bytes(payload),
+            identity,
+            bytes(payload),
+            identity,
+            identity,
+            identity,
+            micros(ttl)
+          ]),
+          readBack(query, Sql.selectAfterUpsert(table), [identity, name], name)
+        )),
+    renew: (name, identity, fence, ttl, payload) =>
+      transaction("renew", (query) =>
+        Effect.flatMap(
+          query(Sql.renew(table), [bytes(payload), micros(ttl), name, identity, fence.toString()]),
+          (result) =>
+            affectedRows(result) === 0
+              ? Effect.as(query("ROLLBACK", []), Option.none())
+              : Effect.map(readBack(query, Sql.selectAfterRenew(table), [name], name), Option.some)
+        )).pipe(
+          Effect.flatMap(Option.match({
+            onNone: () => Effect.fail(new LeaseLost({ name, identity, fence })),
+            onSome: Effect.succeed
+          }))
+        ),
+    release: (name, identity, fence) =>
+      pool.use("release", (query) => query(Sql.release(table), [name, identity, fence.toString()])).pipe(
+        Effect.asVoid
+      ),
+    inspect: (name) =>
+      pool.use("inspect", (query) => query(Sql.inspect(table), [name])).pipe(
+        Effect.flatMap((result) => {
+          const row = rows(result)[0]
+          return row === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(Sql.toLease(name, row))
+        })
+      ),
+    list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
+      Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
+    )
+  }
+}
+
+/** Checks the options, then builds the store on the pool `open` gives for the checked timeout. */
+const build = <E, R>(
+  options: MysqlStoreOptions,
+  open: (timeout: Duration.Duration) => Effect.Effect<Pool.Pool, E, R>
+): Effect.Effect<MysqlStore, ConfigError | StoreError | E, R> =>
   Effect.gen(function*() {
     const table = yield* qualifiedTable(options.schema, options.table ?? defaultTable)
-    const connectionLimit = yield* poolSize(options)
-    const pool = yield* Pool.make({
-      ...connection,
-      connectionLimit,
-      maxIdle: connectionLimit,
-      waitForConnections: true,
-      connectTimeout: Duration.toMillis(options.connectTimeout ?? Duration.seconds(5)),
-      enableKeepAlive: true,
-      // The statements rely on these; a caller's poolConfig must not undo them.
-      charset: "UTF8MB4_GENERAL_CI",
-      flags: ["FOUND_ROWS"],
-      multipleStatements: false,
-      typeCast: true
-    })
-    // One short transaction on one connection; `Pool.use` destroys the
-    // connection, and with it the open transaction, if anything fails.
-    const transaction = <A>(
-      operation: "acquire" | "renew",
-      body: (query: Pool.Query) => Effect.Effect<A, StoreError>
-    ) =>
-      pool.use(operation, (query) =>
-        Effect.gen(function*() {
-          yield* query("START TRANSACTION", [])
-          const result = yield* body(query)
-          yield* query("COMMIT", [])
-          return result
-        }))
-    // Read back under the lock the write took in the same transaction, so
-    // the row is there; the store never deletes one.
-    const readBack = (query: Pool.Query, sql: string, values: ReadonlyArray<unknown>, name: string) =>
-      Effect.map(query(sql, values), (result) => Sql.toLease(name, rows(result)[0]!))
-    const bytes = (payload: Uint8Array | null) => payload === null ? null : Buffer.from(payload)
-
-    const store: MysqlStore = {
-      table,
-      ensureSchema: pool.use("ensureSchema", (query) => query(Sql.createTable(table), [])).pipe(Effect.asVoid),
-      acquire: (name, identity, ttl, payload) =>
-        transaction("acquire", (query) =>
-          Effect.zipRight(
-            query(Sql.upsert(table), [
-              name,
-              identity,
-              micros(ttl),
-              bytes(payload),
-              identity,
-              bytes(payload),
-              identity,
-              identity,
-              identity,
-              micros(ttl)
-            ]),
-            readBack(query, Sql.selectAfterUpsert(table), [identity, name], name)
-          )),
-      renew: (name, identity, fence, ttl, payload) =>
-        transaction("renew", (query) =>
-          Effect.flatMap(
-            query(Sql.renew(table), [bytes(payload), micros(ttl), name, identity, fence.toString()]),
-            (result) =>
-              affectedRows(result) === 0
-                ? Effect.as(query("ROLLBACK", []), Option.none())
-                : Effect.map(readBack(query, Sql.selectAfterRenew(table), [name], name), Option.some)
-          )).pipe(
-            Effect.flatMap(Option.match({
-              onNone: () => Effect.fail(new LeaseLost({ name, identity, fence })),
-              onSome: Effect.succeed
-            }))
-          ),
-      release: (name, identity, fence) =>
-        pool.use("release", (query) => query(Sql.release(table), [name, identity, fence.toString()])).pipe(
-          Effect.asVoid
-        ),
-      inspect: (name) =>
-        pool.use("inspect", (query) => query(Sql.inspect(table), [name])).pipe(
-          Effect.flatMap((result) => {
-            const row = rows(result)[0]
-            return row === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(Sql.toLease(name, row))
-          })
-        ),
-      list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
-        Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
-      )
-    }
-    if (options.ensureSchema === true) yield* store.ensureSchema
-    return store
-  })
+    const timeout = yield* checked(SqlStore.operationTimeout(options))
+    return storeOn(yield* open(timeout), table)
+  }).pipe(SqlStore.withSchema(options))
 
 /**
- * Builds the store from the `MysqlClient` in context: its connection
- * settings, the store's own bounded pool for the scope.
+ * Builds the store over a mysql2 pool the application already has (the
+ * callback pool of `mysql2`; for a `mysql2/promise` pool pass its `.pool`).
+ * The pool stays the caller's: the store never ends it.
+ *
+ * Every call still returns at `operationTimeout`, and a connection whose call
+ * failed, timed out or was interrupted is destroyed rather than released, so
+ * a wedged connection is never handed to the next caller, the app's own
+ * queries included. The store runs `query` (text protocol), never `execute`.
+ * A connection the pool was still opening when its call gave up holds its
+ * slot until the pool's own `connectTimeout` (mysql2's default: 10 s), so
+ * keep that short, as the store's own pools do (5 s).
+ * A pool whose connections do not use a utf8mb4 charset, or that dropped the
+ * FOUND_ROWS flag, is refused with a {@link ConfigError} (field `pool`).
+ *
+ * @since 0.2.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Duration, Effect } from "effect"
+ * import * as Mysql from "mysql2"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const pool = Mysql.createPool({ uri: "mysql://app@db:3306/app" })
+ * const program = Effect.gen(function* () {
+ *   const store = yield* MysqlStore.makeFromPool(pool, { table: "elections", ensureSchema: true })
+ *   return yield* store.acquire("jobs", "a", Duration.seconds(15), null)
+ * })
+ * ```
+ */
+export const makeFromPool = (
+  pool: Mysql.Pool,
+  options: MysqlStoreOptions = {}
+): Effect.Effect<MysqlStore, ConfigError | StoreError> => {
+  const problem = Pool.poolProblem(pool)
+  return problem === undefined
+    ? build(options, (timeout) => Effect.succeed(Pool.fromPool(pool, timeout)))
+    : Effect.fail(new ConfigError({ field: "pool", reason: problem }))
+}
+
+/**
+ * The store of {@link makeFromPool} as a layer: over a mysql2 pool the
+ * application owns (and ends).
+ *
+ * @since 0.2.0
+ * @category layers
+ * @example
+ * ```ts
+ * import * as Mysql from "mysql2"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const pool = Mysql.createPool({ uri: "mysql://app@db:3306/app", connectionLimit: 4 })
+ * const StoreLive = MysqlStore.layerFromPool(pool, { ensureSchema: true })
+ * ```
+ */
+export const layerFromPool = (
+  pool: Mysql.Pool,
+  options: MysqlStoreOptions = {}
+): Layer.Layer<Store, ConfigError | StoreError> => Layer.effect(Store, makeFromPool(pool, options))
+
+/** The store over a small bounded pool of its own, closed when the scope closes. */
+const makeOwningPool = (
+  connection: Mysql.PoolOptions,
+  options: MysqlStoreUrlOptions
+): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
+  Effect.flatMap(checked(SqlStore.maxConnections(options.maxConnections)), (connectionLimit) =>
+    build(options, (timeout) =>
+      Pool.make({
+        ...connection,
+        connectionLimit,
+        maxIdle: connectionLimit,
+        waitForConnections: true,
+        connectTimeout: Duration.toMillis(options.connectTimeout ?? Duration.seconds(5)),
+        enableKeepAlive: true,
+        // The statements rely on these; a caller's poolConfig must not undo them.
+        charset: "UTF8MB4_GENERAL_CI",
+        flags: ["FOUND_ROWS"],
+        multipleStatements: false,
+        typeCast: true
+      }, timeout)))
+
+/**
+ * Builds the store from the `MysqlClient` (`@effect/sql-mysql2`) an Effect
+ * app already has in context: the store takes the client's connection
+ * settings (URL or host, port, database, user, password, `poolConfig`) and
+ * opens a small bounded pool of its own with them for the scope. It does not
+ * run its statements through the client: the client prepares every statement
+ * on the server (`execute`) and takes a connection back after an interrupted
+ * query, where it stays busy waiting for an answer a hung server never
+ * sends. The store's own pool destroys such connections instead.
  *
  * @since 0.1.0
  * @category constructors
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Duration, Effect } from "effect"
  * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * const program = Effect.gen(function* () {
- *   const store = yield* MysqlStore.make({ table: "elections" })
- *   yield* store.ensureSchema
- *   return yield* store.acquire("jobs", "a", "15 seconds", null)
+ *   const store = yield* MysqlStore.make({ table: "elections", ensureSchema: true })
+ *   return yield* store.acquire("jobs", "a", Duration.seconds(15), null)
  * })
  * ```
  */
 export const make = (
-  options: MysqlStoreOptions = {}
+  options: MysqlStoreUrlOptions = {}
 ): Effect.Effect<MysqlStore, ConfigError | StoreError, MysqlClient.MysqlClient | Scope.Scope> =>
   Effect.flatMap(MysqlClient.MysqlClient, (client) =>
-    Effect.flatMap(fromClientConfig(client.config), (connection) => makeWith(connection, options)))
+    Effect.flatMap(fromClientConfig(client.config), (connection) => makeOwningPool(connection, options)))
 
 /**
- * The store as a layer over a `MysqlClient` from `@effect/sql-mysql2`.
+ * The store of {@link make} as a layer over the `MysqlClient` in context.
  *
  * @since 0.1.0
  * @category layers
  * @example
  * ```ts
  * import { MysqlClient } from "@effect/sql-mysql2"
- * import { Layer, Redacted } from "effect"
+ * import { Config, Layer } from "effect"
  * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
  * const StoreLive = MysqlStore.layer({ ensureSchema: true }).pipe(
- *   Layer.provide(MysqlClient.layer({ url: Redacted.make("mysql://app@db:3306/app") }))
+ *   Layer.provide(MysqlClient.layerConfig({ url: Config.redacted("DATABASE_URL") }))
  * )
  * ```
  */
 export const layer = (
-  options: MysqlStoreOptions = {}
+  options: MysqlStoreUrlOptions = {}
 ): Layer.Layer<Store, ConfigError | StoreError, MysqlClient.MysqlClient> => Layer.scoped(Store, make(options))
+
+/**
+ * The store of {@link layerFromUrl}, with its DDL and `list`, for the scope:
+ * its pool is closed when the scope closes.
+ *
+ * The URL may be `Redacted` (as `Config.redacted` reads it); either way it
+ * goes to the driver only: a refused URL is reported by what is wrong with
+ * it, never echoed.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect, Redacted } from "effect"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const elections = MysqlStore.makeFromUrl(Redacted.make("mysql://root@127.0.0.1:3306/test")).pipe(
+ *   Effect.flatMap((store) => store.list),
+ *   Effect.scoped
+ * )
+ * ```
+ */
+export const makeFromUrl = (
+  url: string | Redacted.Redacted<string>,
+  options: MysqlStoreUrlOptions = {}
+): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
+  Effect.flatMap(parseUrl(SqlStore.reveal(url)), (connection) => makeOwningPool(connection, options))
 
 /**
  * The store as a layer straight from a URL. No `MysqlClient` is built: its
@@ -411,31 +566,25 @@ export const layer = (
  * const StoreLive = MysqlStore.layerFromUrl("mysql://app:secret@db:3306/app")
  * ```
  */
-export const layerFromUrl = (
-  url: string,
-  options: MysqlStoreOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError> =>
-  Layer.scoped(Store, makeFromUrl(url, options))
+export const layerFromUrl = SqlStore.toLayer(makeFromUrl)
 
 /**
- * The store of {@link layerFromUrl}, with its DDL and `list`, for the scope:
- * its pool is closed when the scope closes.
+ * Like `MysqlClient.layerConfig`: {@link layerFromUrl} with the URL and the
+ * options taken from `Config`, so from environment variables unless another
+ * `ConfigProvider` is installed. `Config.redacted` keeps the password out of
+ * logs and error messages.
  *
- * @since 0.1.0
- * @category constructors
+ * @since 0.2.0
+ * @category layers
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Config } from "effect"
  * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
  *
- * const elections = MysqlStore.makeFromUrl("mysql://root@127.0.0.1:3306/test").pipe(
- *   Effect.flatMap((store) => store.list),
- *   Effect.scoped
- * )
+ * const StoreLive = MysqlStore.layerConfig({
+ *   url: Config.redacted("DATABASE_URL"),
+ *   operationTimeout: Config.duration("ELECTION_OPERATION_TIMEOUT").pipe(Config.withDefault("3 seconds"))
+ * })
  * ```
  */
-export const makeFromUrl = (
-  url: string,
-  options: MysqlStoreOptions = {}
-): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
-  Effect.flatMap(parseUrl(url), (connection) => makeWith(connection, options))
+export const layerConfig = SqlStore.layerConfig(makeFromUrl)

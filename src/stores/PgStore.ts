@@ -4,7 +4,7 @@
  *
  * Each operation is one statement that also reports the database's `now()`,
  * so a lease's TTL comes from one clock read on one server (see the rounding
- * note on {@link make}). Nothing is session-scoped: no advisory locks,
+ * note on {@link makeFromPool}). Nothing is session-scoped: no advisory locks,
  * LISTEN/NOTIFY, SET, temporary tables or named prepared statements, so the
  * store works unchanged behind PgBouncer in transaction pooling mode.
  *
@@ -13,22 +13,30 @@
  * instead of returning it to the pool: a connection whose server stopped
  * answering is never handed out again. (`@effect/sql-pg`'s `PgClient` would
  * wait up to 5 s on `pg_cancel_backend` and then reuse the wedged
- * connection.) A `PgClient` can share the pool through
- * `PgClient.layerFromPool`.
+ * connection.)
+ *
+ * Four constructors, the same as the MySQL store's: from a URL
+ * ({@link layerFromUrl}, a `string` or `Redacted`), from `Config`
+ * ({@link layerConfig}), over the app's own `pg.Pool` ({@link layerFromPool},
+ * which a `PgClient` can share through `PgClient.layerFromPool`), and from
+ * the `PgClient` in context ({@link layer}), whose connection settings the
+ * store copies into a small pool of its own.
  *
  * @since 0.1.0
  */
+import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { constVoid } from "effect/Function"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import { Pool } from "pg"
+import { Pool, type PoolConfig } from "pg"
 import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
-import { OperationTimeout, toStoreError } from "./pg/classify.js"
+import * as SqlStore from "./internal/sqlStore.js"
+import { toStoreError } from "./pg/classify.js"
 import { ConfigError, quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
 import { type Param, query, type Row } from "./pg/query.js"
 import { ddl, statements } from "./pg/sql.js"
@@ -46,15 +54,17 @@ export {
   classify,
   /**
    * @since 0.1.0
-   * @category errors
-   */
-  OperationTimeout,
-  /**
-   * @since 0.1.0
    * @category classification
    */
   toStoreError
 } from "./pg/classify.js"
+export {
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  OperationTimeout
+} from "./internal/sqlStore.js"
 export {
   /**
    * @since 0.1.0
@@ -172,14 +182,9 @@ const qualifiedName = (schemaName: string, table: string): Either.Either<string,
 export const schema = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
   Either.map(qualifiedName(schemaName, table), ddl)
 
-const positiveDuration = (field: string, input: Duration.DurationInput): Either.Either<Duration.Duration, ConfigError> =>
-  Option.match(Duration.decodeUnknown(input), {
-    onNone: () => Either.left(new ConfigError({ field, reason: "is not a duration" })),
-    onSome: (duration) =>
-      Duration.isFinite(duration) && Duration.greaterThan(duration, Duration.zero)
-        ? Either.right(duration)
-        : Either.left(new ConfigError({ field, reason: `must be positive and finite, got ${Duration.format(duration)}` }))
-  })
+/** Each store names its own error; the checks are shared. */
+const checked = <A>(result: Either.Either<A, SqlStore.Invalid>): Either.Either<A, ConfigError> =>
+  Either.mapLeft(result, (invalid) => new ConfigError(invalid))
 
 const microseconds = (ttl: Duration.Duration): string => (Duration.unsafeToNanos(ttl) / 1000n).toString()
 
@@ -207,7 +212,16 @@ const lostCreateRace = (error: StoreError): boolean =>
   error.code === "23505" || error.code === "42P07" || error.code === "42710"
 
 /**
- * Builds the store over a pool the caller owns.
+ * Builds the store over a `pg.Pool` the application already has. The pool
+ * stays the caller's: the store never ends it, and the caller ends it after
+ * the store is done.
+ *
+ * Every call still returns at `operationTimeout`, and a connection whose call
+ * timed out, was interrupted or failed at the transport level is destroyed
+ * (removed from the pool) rather than released, so a wedged connection is
+ * never handed to the next caller, the app's own queries included. Statements
+ * are unnamed and every column comes back as text, so the pool's type
+ * parsers do not matter.
  *
  * Instants: PostgreSQL keeps microseconds, a `Date` milliseconds. The
  * reported `now` is the statement's `now()` rounded up to the millisecond and
@@ -216,7 +230,7 @@ const lostCreateRace = (error: StoreError): boolean =>
  * rounded-up `now`, so a fresh lease reports exactly the TTL that was asked.
  * The TTL is sent as a whole number of microseconds.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constructors
  * @example
  * ```ts
@@ -226,21 +240,20 @@ const lostCreateRace = (error: StoreError): boolean =>
  *
  * const pool = new Pool({ connectionString: "postgres://app@db:5432/app" })
  * const program = Effect.gen(function* () {
- *   const store = yield* PgStore.make(pool, { table: "elections" })
- *   yield* store.ensureSchema
+ *   const store = yield* PgStore.makeFromPool(pool, { table: "elections", ensureSchema: true })
  *   return yield* store.acquire("jobs", "a", Duration.seconds(15), null)
  * })
  * ```
  */
-export const make = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, ConfigError> =>
+export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, ConfigError | StoreError> =>
   Effect.gen(function*() {
     const table = yield* qualifiedName(options.schema ?? "", options.table ?? defaultTable)
-    const timeout = yield* positiveDuration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
+    const timeout = yield* checked(SqlStore.operationTimeout(options))
     const sql = statements(table)
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
       query(pool, statement, values).pipe(
-        Effect.timeoutFail({ duration: timeout, onTimeout: () => new OperationTimeout({ timeout }) }),
-        Effect.mapError((error) => toStoreError(operation, error))
+        Effect.mapError((error) => toStoreError(operation, error)),
+        SqlStore.withDeadline(timeout, operation, toStoreError)
       )
     return {
       table,
@@ -269,34 +282,15 @@ export const make = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<Pg
           )
         ),
       list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease))
-    }
-  })
-
-const provide = (store: Effect.Effect<PgStore, ConfigError>, options: PgStoreOptions) =>
-  Effect.tap(store, (store) => options.ensureSchema === true ? store.ensureSchema : Effect.void)
+    } satisfies PgStore
+  }).pipe(SqlStore.withSchema(options))
 
 /**
- * @since 0.1.0
- * @category models
- * @example
- * ```ts
- * import { Pool } from "pg"
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ * The store of {@link makeFromPool} as a layer: over a `pg.Pool` the
+ * application owns (and ends), e.g. one also shared with a `PgClient` built
+ * by `PgClient.layerFromPool`.
  *
- * const options: PgStore.PgStoreLayerOptions = { pool: new Pool(), table: "elections" }
- * ```
- */
-export interface PgStoreLayerOptions extends PgStoreOptions {
-  /** The pool statements run on. The caller owns it (and ends it). */
-  readonly pool: Pool
-}
-
-/**
- * The store as a layer over a pool the caller owns, e.g. one shared with a
- * `PgClient` built by `PgClient.layerFromPool`. Configure that pool for your
- * deployment; {@link layerFromUrl} does it for transaction pooling.
- *
- * @since 0.1.0
+ * @since 0.2.0
  * @category layers
  * @example
  * ```ts
@@ -304,13 +298,16 @@ export interface PgStoreLayerOptions extends PgStoreOptions {
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const pool = new Pool({ connectionString: "postgres://app@db:5432/app", max: 4 })
- * const StoreLive = PgStore.layer({ pool, ensureSchema: true })
+ * const StoreLive = PgStore.layerFromPool(pool, { ensureSchema: true })
  * ```
  */
-export const layer = (options: PgStoreLayerOptions): Layer.Layer<Store, ConfigError | StoreError> =>
-  Layer.effect(Store, provide(make(options.pool, options), options))
+export const layerFromPool = (pool: Pool, options: PgStoreOptions = {}): Layer.Layer<Store, ConfigError | StoreError> =>
+  Layer.effect(Store, makeFromPool(pool, options))
 
 /**
+ * The options of a store that owns its pool ({@link makeFromUrl},
+ * {@link layerConfig}, {@link make}).
+ *
  * @since 0.1.0
  * @category models
  * @example
@@ -328,6 +325,81 @@ export interface PgStoreUrlOptions extends PgStoreOptions {
   /** No connection is used for longer than this. Defaults to 5 minutes. */
   readonly maxLifetime?: Duration.DurationInput | undefined
 }
+
+/**
+ * What {@link layerConfig} reads: the URL (as `Redacted`) and the options of
+ * {@link PgStoreUrlOptions}.
+ *
+ * @since 0.2.0
+ * @category models
+ * @example
+ * ```ts
+ * import { Redacted } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const config: PgStore.PgStoreConfig = { url: Redacted.make("postgres://app@db:5432/app"), table: "elections" }
+ * ```
+ */
+export type PgStoreConfig = SqlStore.UrlConfig<PgStoreUrlOptions>
+
+/**
+ * The store over a small bounded pool of its own, opened with `connection`
+ * and ended when the scope closes.
+ */
+const makeOwningPool = (
+  connection: PoolConfig,
+  options: PgStoreUrlOptions
+): Effect.Effect<PgStore, ConfigError | StoreError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const timeout = yield* checked(SqlStore.operationTimeout(options))
+    const idle = yield* checked(SqlStore.positiveDuration("idleTimeout", options.idleTimeout ?? Duration.seconds(30)))
+    const lifetime = yield* checked(SqlStore.positiveDuration("maxLifetime", options.maxLifetime ?? Duration.minutes(5)))
+    const max = yield* checked(SqlStore.maxConnections(options.maxConnections))
+    const pool = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new Pool({
+          ...connection,
+          max,
+          idleTimeoutMillis: Duration.toMillis(idle),
+          maxLifetimeSeconds: Duration.toSeconds(lifetime),
+          connectionTimeoutMillis: 2 * Duration.toMillis(timeout),
+          keepAlive: true,
+          application_name: "effect-leaderelection"
+        }).on("error", constVoid)
+      ),
+      // A pool whose server stopped answering may never finish saying goodbye.
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(timeout))
+    )
+    return yield* makeFromPool(pool, { ...options, operationTimeout: timeout })
+  })
+
+/**
+ * The store of {@link layerFromUrl}, with its DDL and `list`, for the scope:
+ * the pool it owns is ended when the scope closes.
+ *
+ * The URL may be `Redacted` (as `Config.redacted` reads it); either way it
+ * goes to the driver only: a refused URL is reported by its scheme, never
+ * echoed.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect, Redacted } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const elections = PgStore.makeFromUrl(Redacted.make("postgres://app:secret@db:5432/app")).pipe(
+ *   Effect.flatMap((store) => store.list),
+ *   Effect.scoped
+ * )
+ * ```
+ */
+export const makeFromUrl = (
+  url: string | Redacted.Redacted<string>,
+  options: PgStoreUrlOptions = {}
+): Effect.Effect<PgStore, ConfigError | StoreError, Scope.Scope> =>
+  Effect.flatMap(validateUrl(SqlStore.reveal(url)), (connectionString) =>
+    makeOwningPool({ connectionString }, options))
 
 /**
  * The store as a layer that owns its pool, configured to be safe behind a
@@ -358,55 +430,86 @@ export interface PgStoreUrlOptions extends PgStoreOptions {
  * const StoreLive = PgStore.layerFromUrl("postgres://app@pgbouncer:6432/app", { ensureSchema: true })
  * ```
  */
-export const layerFromUrl = (
-  url: string,
-  options: PgStoreUrlOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError> => Layer.scoped(Store, makeFromUrl(url, options))
+export const layerFromUrl = SqlStore.toLayer(makeFromUrl)
 
 /**
- * The store of {@link layerFromUrl}, with its DDL and `list`, for the scope:
- * the pool it owns is ended when the scope closes.
+ * The store of {@link layerFromUrl}, its URL and options read from `Config`
+ * (environment variables by default), like `PgClient.layerConfig`. Read the
+ * URL with `Config.redacted` so that the password never shows in logs.
  *
- * @since 0.1.0
+ * @since 0.2.0
+ * @category layers
+ * @example
+ * ```ts
+ * import { Config } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const StoreLive = PgStore.layerConfig({
+ *   url: Config.redacted("DATABASE_URL"),
+ *   table: Config.string("ELECTION_TABLE").pipe(Config.withDefault(PgStore.defaultTable)),
+ *   ensureSchema: Config.succeed(true)
+ * })
+ * ```
+ */
+export const layerConfig = SqlStore.layerConfig(makeFromUrl)
+
+/** The connection settings of a `PgClient`, for the store's own pool. */
+const fromClientConfig = (config: PgClient.PgClientConfig): PoolConfig =>
+  SqlStore.definedOnly({
+    connectionString: SqlStore.revealOptional(config.url),
+    host: config.host,
+    port: config.port,
+    database: config.database,
+    user: config.username,
+    password: SqlStore.revealOptional(config.password),
+    ssl: config.ssl,
+    stream: config.stream
+  })
+
+/**
+ * Builds the store from the `PgClient` (`@effect/sql-pg`) an Effect app
+ * already has in context: the store takes the client's connection settings
+ * (URL or host, port, database, user, password, TLS) and opens a small
+ * bounded pool of its own with them for the scope. It does not run its
+ * statements through the client: an interrupted `PgClient` query waits up to
+ * 5 s on `pg_cancel_backend` and then hands the wedged connection back to the
+ * pool, so a call could not be trusted to return at `operationTimeout`. The
+ * store's own pool destroys such connections instead.
+ *
+ * @since 0.2.0
  * @category constructors
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Duration, Effect } from "effect"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
- * const elections = PgStore.makeFromUrl("postgres://app@db:5432/app").pipe(
- *   Effect.flatMap((store) => store.list),
- *   Effect.scoped
+ * const program = Effect.gen(function* () {
+ *   const store = yield* PgStore.make({ table: "elections", ensureSchema: true })
+ *   return yield* store.acquire("jobs", "a", Duration.seconds(15), null)
+ * })
+ * ```
+ */
+export const make = (
+  options: PgStoreUrlOptions = {}
+): Effect.Effect<PgStore, ConfigError | StoreError, PgClient.PgClient | Scope.Scope> =>
+  Effect.flatMap(PgClient.PgClient, (client) => makeOwningPool(fromClientConfig(client.config), options))
+
+/**
+ * The store of {@link make} as a layer over the `PgClient` in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ * @example
+ * ```ts
+ * import { PgClient } from "@effect/sql-pg"
+ * import { Config, Layer } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const StoreLive = PgStore.layer({ ensureSchema: true }).pipe(
+ *   Layer.provide(PgClient.layerConfig({ url: Config.redacted("DATABASE_URL") }))
  * )
  * ```
  */
-export const makeFromUrl = (
-  url: string,
+export const layer = (
   options: PgStoreUrlOptions = {}
-): Effect.Effect<PgStore, ConfigError | StoreError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const connectionString = yield* validateUrl(url)
-    const timeout = yield* positiveDuration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
-    const idle = yield* positiveDuration("idleTimeout", options.idleTimeout ?? Duration.seconds(30))
-    const lifetime = yield* positiveDuration("maxLifetime", options.maxLifetime ?? Duration.minutes(5))
-    const max = options.maxConnections ?? 4
-    if (!Number.isSafeInteger(max) || max < 1) {
-      return yield* new ConfigError({ field: "maxConnections", reason: `must be a positive integer, got ${max}` })
-    }
-    const pool = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        new Pool({
-          connectionString,
-          max,
-          idleTimeoutMillis: Duration.toMillis(idle),
-          maxLifetimeSeconds: Duration.toSeconds(lifetime),
-          connectionTimeoutMillis: 2 * Duration.toMillis(timeout),
-          keepAlive: true,
-          application_name: "effect-leaderelection"
-        }).on("error", constVoid)
-      ),
-      // A pool whose server stopped answering may never finish saying goodbye.
-      (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(timeout))
-    )
-    return yield* provide(make(pool, { ...options, operationTimeout: timeout }), options)
-  })
+): Layer.Layer<Store, ConfigError | StoreError, PgClient.PgClient> => Layer.scoped(Store, make(options))

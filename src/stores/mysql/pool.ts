@@ -22,14 +22,21 @@
  * driver), never `execute`: server-side prepared statements live in the
  * session, which a multiplexing proxy such as ProxySQL has to pin or track.
  *
+ * The same holds over a pool the caller owns ({@link fromPool}): only the
+ * connections whose call failed are destroyed, and the pool itself is left
+ * open.
+ *
  * @internal
  */
+import { createRequire } from "node:module"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import * as Mysql from "mysql2"
 import type { Operation } from "../../Store.js"
 import { StoreError } from "../../Store.js"
+import { withDeadline } from "../internal/sqlStore.js"
 import { classify } from "./classify.js"
 
 /** Runs one statement on the borrowed connection. */
@@ -66,29 +73,70 @@ const acquire = (pool: Mysql.Pool, operation: Operation) =>
 
 const query = (connection: Mysql.PoolConnection, operation: Operation): Query => (sql, values) =>
   Effect.async<unknown, StoreError>((resume) => {
-    connection.query({ sql, values: [...values] }, (error, result) => {
+    // Per query, so that a caller's pool configured otherwise decodes the
+    // store's rows the way the store reads them.
+    connection.query({ sql, values: [...values], rowsAsArray: false, nestTables: false }, (error, result) => {
       resume(error === null ? Effect.succeed(result) : Effect.fail(storeError(operation, error)))
     })
   })
 
 /**
+ * The store's view of a mysql2 pool: every call borrows one connection,
+ * returns within `timeout`, and destroys the connection unless it succeeded.
+ */
+export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => ({
+  use: (operation, f) =>
+    Effect.acquireUseRelease(
+      // Waiting for a connection, even mid-handshake with a silent
+      // server, must stay interruptible; `acquire` cleans up after itself.
+      Effect.interruptible(acquire(pool, operation)),
+      (connection) => f(query(connection, operation)),
+      (connection, exit) => Effect.sync(() => Exit.isSuccess(exit) ? connection.release() : connection.destroy())
+    ).pipe(withDeadline(timeout, operation, storeError))
+})
+
+/**
  * Opens a pool for the scope. mysql2 connects lazily, so an unreachable server
  * shows up as classified errors from operations, not here.
  */
-export const make = (options: Mysql.PoolOptions): Effect.Effect<Pool, never, Scope.Scope> =>
+export const make = (options: Mysql.PoolOptions, timeout: Duration.Duration): Effect.Effect<Pool, never, Scope.Scope> =>
   Effect.map(
     Effect.acquireRelease(
       Effect.sync(() => Mysql.createPool(options)),
       (pool) => Effect.async<void>((resume) => pool.end(() => resume(Effect.void)))
     ),
-    (pool): Pool => ({
-      use: (operation, f) =>
-        Effect.acquireUseRelease(
-          // Waiting for a connection, even mid-handshake with a silent
-          // server, must stay interruptible; `acquire` cleans up after itself.
-          Effect.interruptible(acquire(pool, operation)),
-          (connection) => f(query(connection, operation)),
-          (connection, exit) => Effect.sync(() => Exit.isSuccess(exit) ? connection.release() : connection.destroy())
-        )
-    })
+    (pool) => fromPool(pool, timeout)
   )
+
+/**
+ * The collation ids of utf8mb4. mysql2 exposes its table through a getter on
+ * its CommonJS exports, which an ES module namespace import does not see; it
+ * is read on first use, from a pool that already proves mysql2 is installed.
+ */
+const utf8mb4 = (): ReadonlySet<number> => {
+  const { Charsets } = createRequire(import.meta.url)("mysql2") as { readonly Charsets: Record<string, number> }
+  return new Set(Object.entries(Charsets).flatMap(([name, id]) => name.startsWith("UTF8MB4") ? [id] : []))
+}
+
+/** The connection settings mysql2 derived from a pool's options; not in its typings. */
+interface ConnectionSettings {
+  readonly charsetNumber?: number
+  readonly clientFlags?: number
+}
+
+/**
+ * Why the store cannot run on a caller's pool, or `undefined` when it can.
+ * Names and identities are sent and read back as utf8mb4 text: under another
+ * connection charset two different identities could reach the server as the
+ * same bytes. And `renew` counts matched rows (FOUND_ROWS), not changed ones.
+ */
+export const poolProblem = (pool: Mysql.Pool): string | undefined => {
+  const settings: ConnectionSettings = (pool.config as { readonly connectionConfig?: ConnectionSettings })
+    .connectionConfig ?? {}
+  if (settings.charsetNumber === undefined || !utf8mb4().has(settings.charsetNumber)) {
+    return "its connections must use a utf8mb4 charset (mysql2's default)"
+  }
+  // The client capability flag CLIENT_FOUND_ROWS.
+  if (((settings.clientFlags ?? 0) & 2) === 0) return "its connections must keep the FOUND_ROWS flag (mysql2's default)"
+  return undefined
+}

@@ -5,33 +5,10 @@
  * @since 0.1.0
  */
 import { SqlError } from "@effect/sql/SqlError"
-import * as Data from "effect/Data"
-import * as Duration from "effect/Duration"
 import * as Predicate from "effect/Predicate"
 import { type Operation, StoreError } from "../../Store.js"
+import { OperationTimeout } from "../internal/sqlStore.js"
 import { ConfigError } from "./config.js"
-
-/**
- * A store statement did not complete within the store's operation timeout;
- * its connection was destroyed rather than returned to the pool.
- *
- * @since 0.1.0
- * @category errors
- * @example
- * ```ts
- * import { Duration } from "effect"
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * new PgStore.OperationTimeout({ timeout: Duration.seconds(3) }).message
- * ```
- */
-export class OperationTimeout extends Data.TaggedError("PgStoreOperationTimeout")<{
-  readonly timeout: Duration.Duration
-}> {
-  override get message(): string {
-    return `no answer from the database within ${Duration.format(this.timeout)}`
-  }
-}
 
 /**
  * The verdict on one error.

@@ -1,0 +1,157 @@
+/**
+ * What the two SQL stores share: the options every constructor takes and how
+ * they are checked, the deadline every call runs under, and the plumbing of
+ * the constructor shapes both offer (from a URL, from `Config`, from the
+ * app's driver pool, from the app's `@effect/sql` client).
+ *
+ * Each store runs its statements on a driver pool, its own or the caller's,
+ * never through an `@effect/sql` client: an interrupted `@effect/sql` query
+ * keeps its connection (see FINDINGS), while the stores destroy any
+ * connection whose call failed at the transport level, timed out or was
+ * interrupted. {@link withDeadline} is what bounds every call.
+ *
+ * @internal
+ */
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import { type Operation, Store, type StoreError, type StoreShape } from "../../Store.js"
+
+/** The options every SQL store constructor takes. */
+export interface SqlStoreOptions {
+  /** Schema (PostgreSQL) or database (MySQL) of the table. Defaults to the connection's. */
+  readonly schema?: string | undefined
+  /** The table. Defaults to `leader_election`. */
+  readonly table?: string | undefined
+  /**
+   * Bounds every call, waiting for a connection included. On expiry the call
+   * fails with a retryable `StoreError` and its connection is destroyed.
+   * Defaults to 3 seconds, the elector's default operation timeout.
+   */
+  readonly operationTimeout?: Duration.DurationInput | undefined
+  /** Create the table, if missing, when the store is built. Defaults to false. */
+  readonly ensureSchema?: boolean | undefined
+}
+
+/** A rejected option: which one, and why. Each store wraps it in its own error. */
+export interface Invalid {
+  readonly field: string
+  readonly reason: string
+}
+
+/** The operation timeout when none is given: the elector's default. */
+export const defaultOperationTimeout = Duration.seconds(3)
+
+/** The size of a pool the store owns when none is given. */
+export const defaultMaxConnections = 4
+
+/** Checks a duration option: it must decode, and be positive and finite. */
+export const positiveDuration = (field: string, input: Duration.DurationInput): Either.Either<Duration.Duration, Invalid> =>
+  Option.match(Duration.decodeUnknown(input), {
+    onNone: () => Either.left({ field, reason: "is not a duration" }),
+    onSome: (duration) =>
+      Duration.isFinite(duration) && Duration.greaterThan(duration, Duration.zero)
+        ? Either.right(duration)
+        : Either.left({ field, reason: `must be positive and finite, got ${Duration.format(duration)}` })
+  })
+
+/** The checked operation timeout of `options`. */
+export const operationTimeout = (options: SqlStoreOptions): Either.Either<Duration.Duration, Invalid> =>
+  positiveDuration("operationTimeout", options.operationTimeout ?? defaultOperationTimeout)
+
+/** The checked size of a pool the store owns. */
+export const maxConnections = (value: number = defaultMaxConnections): Either.Either<number, Invalid> =>
+  Number.isSafeInteger(value) && value >= 1
+    ? Either.right(value)
+    : Either.left({ field: "maxConnections", reason: `must be a positive integer, got ${value}` })
+
+/**
+ * A store call did not complete within the store's operation timeout; its
+ * connection was destroyed rather than returned to the pool.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * new PgStore.OperationTimeout({ timeout: Duration.seconds(3) }).message
+ * // "no answer from the database within 3s"
+ * ```
+ */
+export class OperationTimeout extends Data.TaggedError("OperationTimeout")<{
+  readonly timeout: Duration.Duration
+}> {
+  override get message(): string {
+    return `no answer from the database within ${Duration.format(this.timeout)}`
+  }
+}
+
+/**
+ * Bounds a store call by `timeout`. The call is interrupted on expiry, which
+ * is what makes the stores' pools destroy its connection, and fails with the
+ * store's classification of an {@link OperationTimeout} (retryable).
+ */
+export const withDeadline = (
+  timeout: Duration.Duration,
+  operation: Operation,
+  toStoreError: (operation: Operation, cause: unknown) => StoreError
+) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
+  Effect.timeoutFail(effect, {
+    duration: timeout,
+    onTimeout: () => toStoreError(operation, new OperationTimeout({ timeout }))
+  })
+
+/**
+ * A URL for the driver's eyes only. Whatever the store reports (errors, logs)
+ * is derived from the parsed URL's scheme and shape, never from this string.
+ */
+export const reveal = (url: string | Redacted.Redacted<string>): string =>
+  Redacted.isRedacted(url) ? Redacted.value(url) : url
+
+/** A `Redacted` value's text, or `undefined`. */
+export const revealOptional = (value: Redacted.Redacted | undefined): string | undefined =>
+  value === undefined ? undefined : Redacted.value(value)
+
+/** Runs the store's `ensureSchema` when the options ask for it. */
+export const withSchema = (options: SqlStoreOptions) =>
+<S extends { readonly ensureSchema: Effect.Effect<void, StoreError> }, E, R>(
+  store: Effect.Effect<S, E, R>
+): Effect.Effect<S, E | StoreError, R> =>
+  options.ensureSchema === true ? Effect.tap(store, (built) => built.ensureSchema) : store
+
+/** What a store's `layerConfig` reads: its options plus the URL, as `Redacted`. */
+export type UrlConfig<Options> = Options & {
+  /** The connection URL, password included: read it with `Config.redacted`. */
+  readonly url: Redacted.Redacted<string>
+}
+
+/** A store constructor as the constructor of a `Store` layer, scoped to the layer's lifetime. */
+export const toLayer = <Args extends ReadonlyArray<unknown>, E, R>(
+  make: (...args: Args) => Effect.Effect<StoreShape, E, R>
+) =>
+(...args: Args): Layer.Layer<Store, E, Exclude<R, Scope.Scope>> => Layer.scoped(Store, make(...args))
+
+/** The `layerConfig` of a store: reads `config`, then builds the store from its URL. */
+export const layerConfig = <Options, E, R>(
+  fromUrl: (url: Redacted.Redacted<string>, options?: Options) => Effect.Effect<StoreShape, E, R>
+) =>
+(config: Config.Config.Wrap<UrlConfig<Options>>): Layer.Layer<Store, E | ConfigError.ConfigError, Exclude<R, Scope.Scope>> =>
+  Layer.scoped(Store, Effect.flatMap(Config.unwrap(config), (read) => fromUrl(read.url, read)))
+
+/** exactOptionalPropertyTypes: driver options are optional, never `undefined`. */
+export const definedOnly = <A extends Record<string, unknown>>(
+  record: A
+): { [K in keyof A]?: Exclude<A[K], undefined> } =>
+  Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as {
+    [K in keyof A]?: Exclude<A[K], undefined>
+  }
