@@ -4,6 +4,7 @@ import { hostname } from "node:os"
 import * as Elector from "../src/Elector.js"
 import * as ElectorError from "../src/ElectorError.js"
 import * as index from "../src/index.js"
+import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 
 const refuse = (config: Elector.ElectorConfig) => Effect.runSync(Effect.flip(Elector.validate(config)))
@@ -52,9 +53,9 @@ describe("Elector config", () => {
       operationTimeout: "3 seconds",
       safetyMargin: "1 second"
     })
-    expect(error).toMatchObject({ _tag: "ConfigError", field: "renewInterval" })
+    expect(error).toMatchObject({ _tag: "InvalidConfig", field: "renewInterval" })
     expect(error.message).toBe(
-      "invalid elector config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available"
+      "invalid config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available"
     )
   })
 
@@ -70,19 +71,108 @@ describe("Elector config", () => {
     expect(Either.isRight(Effect.runSync(Effect.either(config)))).toBe(true)
   })
 
-  it.each([
-    [{ name: "" }, "name", "must be a non-empty string"],
-    [{ name: "jobs", identity: "" }, "identity", "must be a non-empty string when set"],
+  const big = (bytes: number) => new Uint8Array(bytes)
+  it.each(([
+    [{ name: "" }, "name", "must not be empty"],
+    [{ name: 42 }, "name", "must be a string, got a number"],
+    [{ name: "jobs", identity: "" }, "identity", "must not be empty"],
+    [{ name: "jobs", identity: null }, "identity", "must be a string, got null"],
     [{ name: "jobs", leaseDuration: "soon" as Duration.DurationInput }, "leaseDuration", `"soon" is not a duration`],
     [{ name: "jobs", renewInterval: -5 }, "renewInterval", "must be positive, got -5"],
+    [{ name: "jobs", renewInterval: -5n }, "renewInterval", "must be positive, got -5n"],
     [{ name: "jobs", retryPeriod: "0 seconds" }, "retryPeriod", `must be positive, got "0 seconds"`],
     [{ name: "jobs", retryPeriod: Duration.zero }, "retryPeriod", "must be positive, got 0s"],
     [{ name: "jobs", operationTimeout: Duration.infinity }, "operationTimeout", "must be finite"],
-    [{ name: "jobs", safetyMargin: "15 seconds" }, "safetyMargin", "must be shorter than leaseDuration (15s), got 15s"]
-  ] as const)("refuses %j: %s %s", (config, field, reason) => {
-    const error = refuse(config)
-    expect(error).toMatchObject({ _tag: "ConfigError", field, reason })
-    expect(error.message).toBe(`invalid elector config: ${field}: ${reason}`)
+    [{ name: "jobs", safetyMargin: "15 seconds" }, "safetyMargin", "must be shorter than leaseDuration (15s), got 15s"],
+    // Plain JavaScript passes anything.
+    [{ name: "jobs", payload: "10.0.0.7" }, "payload", "must be a Uint8Array or null, got a string"],
+    [{ name: "jobs", payload: [1, 2] }, "payload", "must be a Uint8Array or null, got an array"],
+    [{ name: "jobs", leaseDuration: NaN }, "leaseDuration", "NaN is not a duration"],
+    [{ name: "jobs", renewInterval: Infinity }, "renewInterval", "Infinity is not a duration"],
+    [{ name: "jobs", operationTimeout: [NaN, 0] }, "operationTimeout", "[NaN, 0] is not a duration"],
+    [{ name: "jobs", safetyMargin: {} }, "safetyMargin", "an object is not a duration"],
+    [{ name: "jobs", disableRelease: "no" }, "disableRelease", "must be a boolean when set, got string"],
+    [{ name: "jobs", onStartedLeading: Effect.void }, "onStartedLeading", "must be a function when set, got object"],
+    [{ name: "jobs", onNewLeader: "log" }, "onNewLeader", "must be a function when set, got string"],
+    [{ name: "jobs", onStoppedLeading: () => Effect.void }, "onStoppedLeading", "must be an Effect when set, got function"],
+    // Names and identities the databases would refuse or corrupt.
+    [{ name: "jo\u0000bs" }, "name", "must not contain a NUL character"],
+    [{ name: "jobs\ud800" }, "name", "must be well-formed Unicode (it contains a lone surrogate)"],
+    [{ name: "jobs", identity: "\udc00a" }, "identity", "must be well-formed Unicode (it contains a lone surrogate)"],
+    [{ name: "jobs", identity: "a\u0000" }, "identity", "must not contain a NUL character"],
+    // The documented limits, one past each.
+    [{ name: "é".repeat(510) + "x" }, "name", "must be at most 1020 bytes of UTF-8, got 1021"],
+    [{ name: "jobs", identity: "🚀".repeat(255) + "x" }, "identity", "must be at most 1020 bytes of UTF-8, got 1021"],
+    [{ name: "jobs", payload: big(65_537) }, "payload", "must be at most 65536 bytes, got 65537"],
+    [
+      { name: "jobs", leaseDuration: "30 days" },
+      "leaseDuration",
+      `must be at most 2147483647ms (about 24.8 days, the longest timer Node.js can set), got "30 days"`
+    ],
+    [
+      { name: "jobs", renewInterval: 2 ** 31 },
+      "renewInterval",
+      "must be at most 2147483647ms (about 24.8 days, the longest timer Node.js can set), got 2147483648"
+    ],
+    [{ name: "jobs", operationTimeout: Duration.micros(500n) }, "operationTimeout", "must be at least 1ms, got 0.5ms"],
+    [{ name: "jobs", retryPeriod: 1 }, "retryPeriod", "must be at least 2ms, got 1"],
+    [{ name: "jobs", retryPeriod: "1999 micros" }, "retryPeriod", `must be at least 2ms, got "1999 micros"`],
+    // The field named is the one the caller set, not a default.
+    [
+      { name: "jobs", leaseDuration: "500 millis" },
+      "leaseDuration",
+      "must be longer than the default safetyMargin (leaseDuration/10, at least 1s), got 0.5s; set a shorter safetyMargin for a shorter lease"
+    ],
+    [
+      { name: "jobs", leaseDuration: "5 seconds" },
+      "leaseDuration",
+      "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (4s) is available"
+    ],
+    [
+      { name: "jobs", operationTimeout: "6 seconds" },
+      "operationTimeout",
+      "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (18.25s) but only leaseDuration-safetyMargin (13.5s) is available"
+    ],
+    [
+      { name: "jobs", safetyMargin: "5 seconds" },
+      "safetyMargin",
+      "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (10s) is available"
+    ]
+  ] as const).map(([config, field, reason]) => [field, reason, config] as const))("refuses %s: %s", (field, reason, config) => {
+    const error = refuse(config as unknown as Elector.ElectorConfig)
+    expect(error).toMatchObject({ _tag: "InvalidConfig", field, reason })
+    expect(error.message).toBe(`invalid config: ${field}: ${reason}`)
+  })
+
+  it("refuses a config that is not an object", () => {
+    expect(refuse(undefined as unknown as Elector.ElectorConfig)).toMatchObject({
+      _tag: "InvalidConfig",
+      field: "config",
+      reason: "must be an object, got undefined"
+    })
+  })
+
+  it("accepts every documented limit exactly", () => {
+    const config = Effect.runSync(Elector.validate({
+      name: "é".repeat(510),
+      identity: "🚀".repeat(255),
+      payload: big(Lease.maxPayloadBytes),
+      leaseDuration: Lease.maxDuration,
+      renewInterval: Lease.minDuration,
+      retryPeriod: Lease.minRetryPeriod,
+      operationTimeout: Lease.minDuration,
+      disableRelease: true,
+      onStartedLeading: () => Effect.void,
+      onNewLeader: () => Effect.void,
+      onStoppedLeading: Effect.void
+    }))
+    expect(Buffer.byteLength(config.name)).toBe(Lease.maxNameBytes)
+    expect(Buffer.byteLength(config.identity)).toBe(Lease.maxIdentityBytes)
+    expect(config.payload?.byteLength).toBe(Lease.maxPayloadBytes)
+    expect(Duration.toMillis(config.leaseDuration)).toBe(2 ** 31 - 1)
+    expect(Duration.toMillis(config.retryPeriod)).toBe(2)
+    expect([Lease.maxNameBytes, Lease.maxIdentityBytes, Lease.maxPayloadBytes]).toEqual([1020, 1020, 65_536])
+    expect(Duration.toMillis(Lease.minDuration)).toBe(1)
   })
 
   it("generates hostname-pid-random identities that never repeat", () => {
