@@ -1,11 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either } from "effect"
+import { Config, ConfigError, ConfigProvider, Duration, Effect, Either, Layer } from "effect"
 import { hostname } from "node:os"
 import * as Elector from "../src/Elector.js"
 import * as ElectorError from "../src/ElectorError.js"
 import * as index from "../src/index.js"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
+import * as MemoryStore from "../src/stores/MemoryStore.js"
 
 const refuse = (config: Elector.ElectorConfig) => Effect.runSync(Effect.flip(Elector.validate(config)))
 
@@ -185,6 +186,51 @@ describe("Elector config", () => {
     const config = Effect.runSync(Elector.validate({ name: "jobs" }))
     expect(config.identity.startsWith(`${hostname()}-${process.pid}-`)).toBe(true)
   })
+})
+
+describe("Elector.layerConfig", () => {
+  const env = (vars: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(vars))))
+  const build = (layer: Layer.Layer<Elector.Elector, unknown, Store.Store>) =>
+    Effect.flatMap(Elector.Elector, (elector) => Effect.succeed(elector.config)).pipe(
+      Effect.provide(Layer.provide(layer, MemoryStore.layer()))
+    )
+  const fromEnv = Elector.layerConfig({
+    name: Config.string("ELECTION_NAME"),
+    identity: Config.string("POD_NAME"),
+    leaseDuration: Config.duration("LEASE_DURATION"),
+    retryPeriod: Config.duration("RETRY_PERIOD").pipe(Config.withDefault(undefined))
+  })
+
+  it.effect("reads each field from effect's Config, durations as Duration", () =>
+    Effect.gen(function*() {
+      const config = yield* build(fromEnv).pipe(
+        env({ ELECTION_NAME: "jobs", POD_NAME: "pod-0", LEASE_DURATION: "20 seconds" })
+      )
+      expect(config).toMatchObject({ name: "jobs", identity: "pod-0" })
+      expect(Duration.toMillis(config.leaseDuration)).toBe(20_000)
+      expect(Duration.toMillis(config.retryPeriod)).toBe(3_000)
+    }))
+
+  it.effect("accepts one Config of the whole ElectorConfig", () =>
+    Effect.gen(function*() {
+      const whole = Config.all({ name: Config.string("NAME"), disableRelease: Config.boolean("KEEP") })
+      const config = yield* build(Elector.layerConfig(whole)).pipe(env({ NAME: "jobs", KEEP: "true" }))
+      expect(config).toMatchObject({ name: "jobs", disableRelease: true })
+    }))
+
+  it.effect("a missing variable fails with effect's ConfigError, a bad value with InvalidConfig naming the field", () =>
+    Effect.gen(function*() {
+      const missing = yield* Effect.flip(build(fromEnv).pipe(env({ ELECTION_NAME: "jobs" })))
+      expect(ConfigError.isConfigError(missing)).toBe(true)
+      const tooLong = yield* Effect.flip(
+        build(fromEnv).pipe(env({ ELECTION_NAME: "jobs", POD_NAME: "pod-0", LEASE_DURATION: "30 days" }))
+      )
+      expect(tooLong).toMatchObject({ _tag: "InvalidConfig", field: "leaseDuration" })
+      const nul = yield* Effect.flip(
+        build(fromEnv).pipe(env({ ELECTION_NAME: "jo\u0000bs", POD_NAME: "pod-0", LEASE_DURATION: "20 seconds" }))
+      )
+      expect(nul).toMatchObject({ _tag: "InvalidConfig", field: "name", reason: "must not contain a NUL character" })
+    }))
 })
 
 describe("errors", () => {

@@ -50,7 +50,6 @@
  * @since 0.1.0
  */
 import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
-import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -60,6 +59,8 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
+import { InvalidConfig } from "../ElectorError.js"
+import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as classifier from "./mysql/classify.js"
@@ -74,29 +75,6 @@ import * as Sql from "./mysql/statements.js"
  * @category constants
  */
 export const defaultTable = "leader_election"
-
-/**
- * A store option or URL the store cannot use; `field` names it and `reason`
- * says why.
- *
- * @since 0.1.0
- * @category errors
- * @example
- * ```ts
- * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
- *
- * new MysqlStore.ConfigError({ field: "table", reason: "must not be empty" }).message
- * // 'invalid MysqlStore config: table: must not be empty'
- * ```
- */
-export class ConfigError extends Data.TaggedError("MysqlStoreConfigError")<{
-  readonly field: string
-  readonly reason: string
-}> {
-  override get message(): string {
-    return `invalid MysqlStore config: ${this.field}: ${this.reason}`
-  }
-}
 
 /**
  * @since 0.1.0
@@ -134,10 +112,10 @@ export interface MysqlStore extends StoreShape {
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
 }
 
-const quoteField = (field: string, name: string): Either.Either<string, ConfigError> =>
-  Either.mapLeft(identifier.quoteChecked(name), (reason) => new ConfigError({ field, reason }))
+const quoteField = (field: string, name: string): Either.Either<string, InvalidConfig> =>
+  Either.mapLeft(identifier.quoteChecked(name), (reason) => new InvalidConfig({ field, reason }))
 
-const qualifiedTable = (schemaName: string | undefined, table: string): Either.Either<string, ConfigError> =>
+const qualifiedTable = (schemaName: string | undefined, table: string): Either.Either<string, InvalidConfig> =>
   Either.flatMap(quoteField("table", table), (quotedTable) =>
     schemaName === undefined || schemaName === ""
       ? Either.right(quotedTable)
@@ -159,7 +137,7 @@ const qualifiedTable = (schemaName: string | undefined, table: string): Either.E
  * if (Either.isRight(ddl)) console.log(ddl.right)
  * ```
  */
-export const schema = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
+export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedTable(schemaName, table), Sql.createTable)
 
 /**
@@ -206,8 +184,8 @@ export const classify: (error: unknown) => classifier.Classification = classifie
  * MysqlStore.parseUrl("mysql://root@127.0.0.1:3306/test")
  * ```
  */
-export const parseUrl = (url: string): Either.Either<Mysql.ConnectionOptions, ConfigError> => {
-  const invalid = (reason: string) => Either.left(new ConfigError({ field: "url", reason }))
+export const parseUrl = (url: string): Either.Either<Mysql.ConnectionOptions, InvalidConfig> => {
+  const invalid = (reason: string) => Either.left(new InvalidConfig({ field: "url", reason }))
   if (!URL.canParse(url)) return invalid("not a URL")
   const parsed = new URL(url)
   if (parsed.protocol !== "mysql:" && parsed.protocol !== "mariadb:") {
@@ -232,7 +210,7 @@ const definedOnly = <A extends Record<string, unknown>>(record: A): { [K in keyo
     [K in keyof A]?: Exclude<A[K], undefined>
   }
 
-const fromClientConfig = (config: MysqlClient.MysqlClientConfig): Either.Either<Mysql.PoolOptions, ConfigError> =>
+const fromClientConfig = (config: MysqlClient.MysqlClientConfig): Either.Either<Mysql.PoolOptions, InvalidConfig> =>
   Either.map(
     config.url === undefined
       ? Either.right(definedOnly({
@@ -246,11 +224,11 @@ const fromClientConfig = (config: MysqlClient.MysqlClientConfig): Either.Either<
     (connection) => ({ ...config.poolConfig, ...connection })
   )
 
-const poolSize = (options: MysqlStoreOptions): Either.Either<number, ConfigError> => {
+const poolSize = (options: MysqlStoreOptions): Either.Either<number, InvalidConfig> => {
   const size = options.maxConnections ?? 4
   return Number.isInteger(size) && size >= 1
     ? Either.right(size)
-    : Either.left(new ConfigError({ field: "maxConnections", reason: `must be a positive integer, got ${size}` }))
+    : Either.left(new InvalidConfig({ field: "maxConnections", reason: `must be a positive integer, got ${size}` }))
 }
 
 const micros = (ttl: Duration.Duration): number => Math.max(0, Math.floor(Duration.toMillis(ttl) * 1000))
@@ -264,16 +242,17 @@ const affectedRows = (result: unknown): number =>
 const makeWith = (
   connection: Mysql.PoolOptions,
   options: MysqlStoreOptions
-): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
+): Effect.Effect<MysqlStore, InvalidConfig | StoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const table = yield* qualifiedTable(options.schema, options.table ?? defaultTable)
     const connectionLimit = yield* poolSize(options)
+    const connectTimeout = yield* limits.duration("connectTimeout", options.connectTimeout ?? Duration.seconds(5))
     const pool = yield* Pool.make({
       ...connection,
       connectionLimit,
       maxIdle: connectionLimit,
       waitForConnections: true,
-      connectTimeout: Duration.toMillis(options.connectTimeout ?? Duration.seconds(5)),
+      connectTimeout: Duration.toMillis(connectTimeout),
       enableKeepAlive: true,
       // The statements rely on these; a caller's poolConfig must not undo them.
       charset: "UTF8MB4_GENERAL_CI",
@@ -300,7 +279,7 @@ const makeWith = (
       Effect.map(query(sql, values), (result) => Sql.toLease(name, rows(result)[0]!))
     const bytes = (payload: Uint8Array | null) => payload === null ? null : Buffer.from(payload)
 
-    const store: MysqlStore = {
+    const store = limits.enforce<MysqlStore>({
       table,
       ensureSchema: pool.use("ensureSchema", (query) => query(Sql.createTable(table), [])).pipe(Effect.asVoid),
       acquire: (name, identity, ttl, payload) =>
@@ -348,7 +327,7 @@ const makeWith = (
       list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
         Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
       )
-    }
+    })
     if (options.ensureSchema === true) yield* store.ensureSchema
     return store
   })
@@ -373,7 +352,7 @@ const makeWith = (
  */
 export const make = (
   options: MysqlStoreOptions = {}
-): Effect.Effect<MysqlStore, ConfigError | StoreError, MysqlClient.MysqlClient | Scope.Scope> =>
+): Effect.Effect<MysqlStore, InvalidConfig | StoreError, MysqlClient.MysqlClient | Scope.Scope> =>
   Effect.flatMap(MysqlClient.MysqlClient, (client) =>
     Effect.flatMap(fromClientConfig(client.config), (connection) => makeWith(connection, options)))
 
@@ -395,7 +374,7 @@ export const make = (
  */
 export const layer = (
   options: MysqlStoreOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError, MysqlClient.MysqlClient> => Layer.scoped(Store, make(options))
+): Layer.Layer<Store, InvalidConfig | StoreError, MysqlClient.MysqlClient> => Layer.scoped(Store, make(options))
 
 /**
  * The store as a layer straight from a URL. No `MysqlClient` is built: its
@@ -414,7 +393,7 @@ export const layer = (
 export const layerFromUrl = (
   url: string,
   options: MysqlStoreOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError> =>
+): Layer.Layer<Store, InvalidConfig | StoreError> =>
   Layer.scoped(Store, makeFromUrl(url, options))
 
 /**
@@ -437,5 +416,5 @@ export const layerFromUrl = (
 export const makeFromUrl = (
   url: string,
   options: MysqlStoreOptions = {}
-): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
+): Effect.Effect<MysqlStore, InvalidConfig | StoreError, Scope.Scope> =>
   Effect.flatMap(parseUrl(url), (connection) => makeWith(connection, options))

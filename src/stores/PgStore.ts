@@ -23,13 +23,14 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { constVoid } from "effect/Function"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { Pool } from "pg"
 import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
 import { OperationTimeout, toStoreError } from "./pg/classify.js"
-import { ConfigError, quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
+import { InvalidConfig } from "../ElectorError.js"
+import * as limits from "../internal/limits.js"
+import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
 import { type Param, query, type Row } from "./pg/query.js"
 import { ddl, statements } from "./pg/sql.js"
 
@@ -56,11 +57,6 @@ export {
   toStoreError
 } from "./pg/classify.js"
 export {
-  /**
-   * @since 0.1.0
-   * @category errors
-   */
-  ConfigError,
   /**
    * @since 0.1.0
    * @category validation
@@ -147,7 +143,7 @@ export interface PgStore extends StoreShape {
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
 }
 
-const qualifiedName = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
+const qualifiedName = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.all([
     schemaName === "" ? Either.right("") : Either.map(validateIdentifier("schema", schemaName), quoteIdentifier),
     Either.map(validateIdentifier("table", table), quoteIdentifier)
@@ -169,17 +165,8 @@ const qualifiedName = (schemaName: string, table: string): Either.Either<string,
  * const statement = Either.getOrThrow(PgStore.schema("", PgStore.defaultTable))
  * ```
  */
-export const schema = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
+export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedName(schemaName, table), ddl)
-
-const positiveDuration = (field: string, input: Duration.DurationInput): Either.Either<Duration.Duration, ConfigError> =>
-  Option.match(Duration.decodeUnknown(input), {
-    onNone: () => Either.left(new ConfigError({ field, reason: "is not a duration" })),
-    onSome: (duration) =>
-      Duration.isFinite(duration) && Duration.greaterThan(duration, Duration.zero)
-        ? Either.right(duration)
-        : Either.left(new ConfigError({ field, reason: `must be positive and finite, got ${Duration.format(duration)}` }))
-  })
 
 const microseconds = (ttl: Duration.Duration): string => (Duration.unsafeToNanos(ttl) / 1000n).toString()
 
@@ -232,17 +219,17 @@ const lostCreateRace = (error: StoreError): boolean =>
  * })
  * ```
  */
-export const make = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, ConfigError> =>
+export const make = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, InvalidConfig> =>
   Effect.gen(function*() {
     const table = yield* qualifiedName(options.schema ?? "", options.table ?? defaultTable)
-    const timeout = yield* positiveDuration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
+    const timeout = yield* limits.duration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
     const sql = statements(table)
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
       query(pool, statement, values).pipe(
         Effect.timeoutFail({ duration: timeout, onTimeout: () => new OperationTimeout({ timeout }) }),
         Effect.mapError((error) => toStoreError(operation, error))
       )
-    return {
+    return limits.enforce<PgStore>({
       table,
       ensureSchema: run("ensureSchema", ddl(table), []).pipe(
         Effect.catchIf(lostCreateRace, () => Effect.void),
@@ -269,10 +256,10 @@ export const make = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<Pg
           )
         ),
       list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease))
-    }
+    })
   })
 
-const provide = (store: Effect.Effect<PgStore, ConfigError>, options: PgStoreOptions) =>
+const provide = (store: Effect.Effect<PgStore, InvalidConfig>, options: PgStoreOptions) =>
   Effect.tap(store, (store) => options.ensureSchema === true ? store.ensureSchema : Effect.void)
 
 /**
@@ -307,7 +294,7 @@ export interface PgStoreLayerOptions extends PgStoreOptions {
  * const StoreLive = PgStore.layer({ pool, ensureSchema: true })
  * ```
  */
-export const layer = (options: PgStoreLayerOptions): Layer.Layer<Store, ConfigError | StoreError> =>
+export const layer = (options: PgStoreLayerOptions): Layer.Layer<Store, InvalidConfig | StoreError> =>
   Layer.effect(Store, provide(make(options.pool, options), options))
 
 /**
@@ -347,7 +334,7 @@ export interface PgStoreUrlOptions extends PgStoreOptions {
  *   twice that.
  *
  * A URL that does not parse, or whose scheme is not `postgres:` or
- * `postgresql:`, fails the layer with a {@link ConfigError}.
+ * `postgresql:`, fails the layer with a {@link InvalidConfig}.
  *
  * @since 0.1.0
  * @category layers
@@ -361,7 +348,7 @@ export interface PgStoreUrlOptions extends PgStoreOptions {
 export const layerFromUrl = (
   url: string,
   options: PgStoreUrlOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError> => Layer.scoped(Store, makeFromUrl(url, options))
+): Layer.Layer<Store, InvalidConfig | StoreError> => Layer.scoped(Store, makeFromUrl(url, options))
 
 /**
  * The store of {@link layerFromUrl}, with its DDL and `list`, for the scope:
@@ -383,15 +370,15 @@ export const layerFromUrl = (
 export const makeFromUrl = (
   url: string,
   options: PgStoreUrlOptions = {}
-): Effect.Effect<PgStore, ConfigError | StoreError, Scope.Scope> =>
+): Effect.Effect<PgStore, InvalidConfig | StoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const connectionString = yield* validateUrl(url)
-    const timeout = yield* positiveDuration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
-    const idle = yield* positiveDuration("idleTimeout", options.idleTimeout ?? Duration.seconds(30))
-    const lifetime = yield* positiveDuration("maxLifetime", options.maxLifetime ?? Duration.minutes(5))
+    const timeout = yield* limits.duration("operationTimeout", options.operationTimeout ?? Duration.seconds(3))
+    const idle = yield* limits.duration("idleTimeout", options.idleTimeout ?? Duration.seconds(30))
+    const lifetime = yield* limits.duration("maxLifetime", options.maxLifetime ?? Duration.minutes(5))
     const max = options.maxConnections ?? 4
     if (!Number.isSafeInteger(max) || max < 1) {
-      return yield* new ConfigError({ field: "maxConnections", reason: `must be a positive integer, got ${max}` })
+      return yield* new InvalidConfig({ field: "maxConnections", reason: `must be a positive integer, got ${max}` })
     }
     const pool = yield* Effect.acquireRelease(
       Effect.sync(() =>

@@ -9,7 +9,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Predicate from "effect/Predicate"
 import { type Operation, StoreError } from "../../Store.js"
-import { ConfigError } from "./config.js"
+import { InvalidConfig } from "../../ElectorError.js"
 
 /**
  * A store statement did not complete within the store's operation timeout;
@@ -105,7 +105,7 @@ const reasonOf = (error: object, code: string | undefined): string =>
  *   database, ...) is fatal.
  * - Socket errors (ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ...) and the
  *   store's own {@link OperationTimeout} are retryable.
- * - A bad option or connection URL ({@link ConfigError}) is fatal.
+ * - A bad option or connection URL (`InvalidConfig`) is fatal.
  * - Any other error without a code comes from the transport ("Connection
  *   terminated unexpectedly", "timeout exceeded when trying to connect"):
  *   retryable, as the outcome of the call is unknown.
@@ -129,7 +129,7 @@ export const classify = (error: unknown): Classification => {
   if (error instanceof OperationTimeout) {
     return { retryable: true, reason: error.message }
   }
-  if (error instanceof ConfigError) {
+  if (error instanceof InvalidConfig) {
     return { retryable: false, reason: error.message }
   }
   if (!Predicate.isObject(error)) {
