@@ -6,7 +6,6 @@
  * @since 0.1.0
  */
 import * as Data from "effect/Data"
-import * as Predicate from "effect/Predicate"
 import type { LeaseLost, StoreError } from "./Store.js"
 
 /**
@@ -35,21 +34,6 @@ export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{
     return `invalid config: ${this.field}: ${this.reason}`
   }
 }
-
-/**
- * Whether `u` is an {@link InvalidConfig}.
- *
- * @since 0.1.0
- * @category refinements
- * @example
- * ```ts
- * import { ElectorError } from "effect-leaderelection"
- *
- * declare const error: unknown
- * if (ElectorError.isInvalidConfig(error)) console.error(error.field, error.reason)
- * ```
- */
-export const isInvalidConfig = (u: unknown): u is InvalidConfig => Predicate.isTagged(u, "InvalidConfig")
 
 /**
  * A leader stepped down because it could not confirm its lease in time.
