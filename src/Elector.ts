@@ -43,6 +43,12 @@ import type { Store } from "./Store.js"
  * | `safetyMargin` | leaseDuration / 10, at least 1 second |
  * | `disableRelease` | false |
  *
+ * Limits, checked by `validate`, `make` and `layer` (an `InvalidConfig`
+ * naming the field): `name` and `identity` at most 1020 bytes of UTF-8, no
+ * NUL, well-formed Unicode; `payload` a `Uint8Array` of at most 65,536
+ * bytes; every duration from 1 ms to 2^31-1 ms, `retryPeriod` at least 2 ms
+ * (see `Lease.maxNameBytes` and the other limits in `Lease`).
+ *
  * @since 0.1.0
  * @category models
  */

@@ -43,9 +43,9 @@
  * `time_zone` nor the driver can shift them. Converting to millisecond
  * `Date`s, `now`, `acquiredAt` and `renewedAt` round up and `expiresAt`
  * rounds down: a TTL derived from a returned lease is never longer than the
- * server's. A name or identity longer than 1020 bytes fails with 1406
- * (fatal) under the default strict `sql_mode`; a server in a non-strict mode
- * would truncate it instead.
+ * server's. A name or identity longer than 1020 bytes (`Lease.maxNameBytes`)
+ * is refused before it reaches the server, as by every store: a server in a
+ * non-strict `sql_mode` would silently truncate it.
  *
  * @since 0.1.0
  */
