@@ -44,7 +44,7 @@ const optional = (
 ): Either.Either<void, InvalidConfig> =>
   value === undefined || accepts(value)
     ? Either.void
-    : Either.left(new InvalidConfig({ field, reason: `must be ${expected} when set, got ${typeof value}` }))
+    : Either.left(new InvalidConfig({ field, reason: `must be ${expected} when set, got ${limits.kind(value)}` }))
 
 /**
  * Fills in defaults and refuses, naming the field the caller set: any field
@@ -57,7 +57,7 @@ const optional = (
 export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, InvalidConfig | IdentityError> =>
   Effect.gen(function*() {
     if (!Predicate.isRecord(config)) {
-      return yield* new InvalidConfig({ field: "config", reason: `must be an object, got ${typeof config}` })
+      return yield* new InvalidConfig({ field: "config", reason: `must be an object, got ${limits.kind(config)}` })
     }
     const name = yield* limits.name(config.name)
     const identity = config.identity === undefined ? undefined : yield* limits.identity(config.identity)

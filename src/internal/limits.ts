@@ -21,7 +21,7 @@ import { type Operation, StoreError, type StoreShape } from "../Store.js"
 const loneSurrogate = /\p{Cs}/u
 
 /** What a value is, for a message, without ever throwing. */
-const kind = (u: unknown): string =>
+export const kind = (u: unknown): string =>
   Predicate.isNullable(u)
     ? String(u)
     : Array.isArray(u)
