@@ -12,6 +12,8 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
@@ -23,7 +25,7 @@ import type * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
-import type { AlreadyRunning, ConfigError, IdentityError, LastError } from "./ElectorError.js"
+import type { AlreadyRunning, IdentityError, InvalidConfig, LastError } from "./ElectorError.js"
 import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
 import * as statusJson from "./internal/status.js"
@@ -42,6 +44,12 @@ import type { Store } from "./Store.js"
  * | `operationTimeout` | 3 seconds |
  * | `safetyMargin` | leaseDuration / 10, at least 1 second |
  * | `disableRelease` | false |
+ *
+ * Limits, checked by `validate`, `make` and `layer` (an `InvalidConfig`
+ * naming the field): `name` and `identity` at most 1020 bytes of UTF-8, no
+ * NUL, well-formed Unicode; `payload` a `Uint8Array` of at most 65,536
+ * bytes; every duration from 1 ms to 2^31-1 ms, `retryPeriod` at least 2 ms
+ * (see `Lease.maxNameBytes` and the other limits in `Lease`).
  *
  * @since 0.1.0
  * @category models
@@ -181,7 +189,7 @@ export class Elector extends Context.Tag("effect-leaderelection/Elector")<Electo
  * import { Effect } from "effect"
  * import { Elector } from "effect-leaderelection"
  *
- * // Fails with ConfigError: a lost renewal needs 12.25s but only 9s is available
+ * // Fails with InvalidConfig: a lost renewal needs 12.25s but only 9s is available
  * Elector.validate({
  *   name: "too-tight",
  *   leaseDuration: "10 seconds",
@@ -191,7 +199,7 @@ export class Elector extends Context.Tag("effect-leaderelection/Elector")<Electo
  * }).pipe(Effect.runSync)
  * ```
  */
-export const validate: (config: ElectorConfig) => Effect.Effect<ResolvedConfig, ConfigError | IdentityError> =
+export const validate: (config: ElectorConfig) => Effect.Effect<ResolvedConfig, InvalidConfig | IdentityError> =
   config.resolve
 
 /**
@@ -229,7 +237,7 @@ export const generateIdentity: Effect.Effect<string, IdentityError> = config.gen
  */
 export const make: (
   config: ElectorConfig
-) => Effect.Effect<ElectorShape, ConfigError | IdentityError, Store | Scope.Scope> = internal.make
+) => Effect.Effect<ElectorShape, InvalidConfig | IdentityError, Store | Scope.Scope> = internal.make
 
 /**
  * An elector that takes part in the election for as long as the layer lives,
@@ -249,11 +257,38 @@ export const make: (
  * Elector.whileLeader(reconcile).pipe(Effect.provide(ElectorLive), Effect.runFork)
  * ```
  */
-export const layer = (config: ElectorConfig): Layer.Layer<Elector, ConfigError | IdentityError, Store> =>
+export const layer = (config: ElectorConfig): Layer.Layer<Elector, InvalidConfig | IdentityError, Store> =>
   Layer.scoped(
     Elector,
     Effect.tap(make(config), (elector) => Effect.forkScoped(elector.run))
   )
+
+/**
+ * {@link layer}, its configuration read from effect's `Config` (environment
+ * variables by default), like `PgClient.layerConfig` of `@effect/sql-pg`.
+ * Give a `Config` per field (durations as `Config.duration`), or one
+ * `Config<ElectorConfig>`. A missing or malformed variable fails the layer
+ * with effect's `ConfigError`; a value outside the limits, with
+ * `InvalidConfig` naming the field.
+ *
+ * @since 0.1.0
+ * @category layers
+ * @example
+ * ```ts
+ * import { Config, Layer } from "effect"
+ * import { Elector, MemoryStore } from "effect-leaderelection"
+ *
+ * // ELECTION_NAME=jobs LEASE_DURATION="20 seconds"
+ * const ElectorLive = Elector.layerConfig({
+ *   name: Config.string("ELECTION_NAME"),
+ *   leaseDuration: Config.duration("LEASE_DURATION").pipe(Config.withDefault(undefined))
+ * }).pipe(Layer.provide(MemoryStore.layer()))
+ * ```
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<ElectorConfig>
+): Layer.Layer<Elector, ConfigError.ConfigError | InvalidConfig | IdentityError, Store> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
 
 /**
  * Runs `effect` in every term this participant leads, with the term's

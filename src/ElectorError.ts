@@ -9,8 +9,12 @@ import * as Data from "effect/Data"
 import type { LeaseLost, StoreError } from "./Store.js"
 
 /**
- * An elector configuration was refused. `field` names the offending field,
- * `reason` says what is wrong with it, numbers included.
+ * A configuration, option or argument was refused before anything ran: an
+ * elector config, a store option or URL, or a name, identity or payload
+ * outside the limits of `Lease` (`maxNameBytes`, `maxIdentityBytes`,
+ * `maxPayloadBytes`, `minDuration`, `maxDuration`, `minRetryPeriod`). `field`
+ * names what the caller set, `reason` says what is wrong with it, numbers
+ * included. The elector and every store use this one error.
  *
  * @since 0.1.0
  * @category errors
@@ -18,16 +22,16 @@ import type { LeaseLost, StoreError } from "./Store.js"
  * ```ts
  * import { ElectorError } from "effect-leaderelection"
  *
- * new ElectorError.ConfigError({ field: "name", reason: "must not be empty" }).message
- * // 'invalid elector config: name: must not be empty'
+ * new ElectorError.InvalidConfig({ field: "name", reason: "must not be empty" }).message
+ * // 'invalid config: name: must not be empty'
  * ```
  */
-export class ConfigError extends Data.TaggedError("ConfigError")<{
+export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{
   readonly field: string
   readonly reason: string
 }> {
   override get message(): string {
-    return `invalid elector config: ${this.field}: ${this.reason}`
+    return `invalid config: ${this.field}: ${this.reason}`
   }
 }
 

@@ -33,8 +33,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Elector, type ElectorShape, type StatusJson, statusToJson } from "./Elector.js"
-import type { ConfigError } from "./ElectorError.js"
-import { duration, formatDuration } from "./internal/config.js"
+import type { InvalidConfig } from "./ElectorError.js"
+import { duration, formatDuration } from "./internal/limits.js"
 import { isFatal } from "./Store.js"
 
 /**
@@ -99,7 +99,7 @@ export class Health extends Context.Tag("effect-leaderelection/Health")<Health, 
 /**
  * A health check for `elector`. Like the elector, it uses the `Clock` in
  * scope when it is made. Refuses a `maxSilence` that is not a positive
- * duration with a `ConfigError`.
+ * duration with an `InvalidConfig`.
  *
  * @since 0.1.0
  * @category constructors
@@ -116,9 +116,9 @@ export class Health extends Context.Tag("effect-leaderelection/Health")<Health, 
  * })
  * ```
  */
-export const make = (elector: ElectorShape, options: HealthOptions = {}): Effect.Effect<HealthShape, ConfigError> =>
+export const make = (elector: ElectorShape, options: HealthOptions = {}): Effect.Effect<HealthShape, InvalidConfig> =>
   Effect.gen(function*() {
-    const maxSilence = yield* duration("maxSilence", options.maxSilence, Duration.times(elector.config.leaseDuration, 2))
+    const maxSilence = yield* duration("maxSilence", options.maxSilence ?? Duration.times(elector.config.leaseDuration, 2))
     const clock = yield* Effect.clock
     const madeAt = yield* clock.currentTimeMillis
     const check = Effect.gen(function*() {
@@ -162,7 +162,7 @@ export const make = (elector: ElectorShape, options: HealthOptions = {}): Effect
  * const HealthLive = Health.layer().pipe(Layer.provideMerge(ElectorLive))
  * ```
  */
-export const layer = (options?: HealthOptions): Layer.Layer<Health, ConfigError, Elector> =>
+export const layer = (options?: HealthOptions): Layer.Layer<Health, InvalidConfig, Elector> =>
   Layer.effect(Health, Effect.flatMap(Elector, (elector) => make(elector, options)))
 
 /**

@@ -92,3 +92,99 @@ export const isExpired = (lease: Lease): boolean => lease.expiresAt.getTime() <=
  */
 export const isHeldBy = (lease: Lease, identity: string): boolean =>
   lease.holder === identity && !isExpired(lease)
+
+/**
+ * The longest election name, in bytes of UTF-8, that every store holds
+ * exactly: MySQL/MariaDB keep names in a `VARBINARY(1020)` column (255
+ * four-byte characters), PostgreSQL in `text`. Longer names are refused by
+ * every store and by the elector's config, never truncated.
+ *
+ * @since 0.1.0
+ * @category limits
+ * @example
+ * ```ts
+ * import { Lease } from "effect-leaderelection"
+ *
+ * Buffer.byteLength("jobs", "utf8") <= Lease.maxNameBytes // true
+ * ```
+ */
+export const maxNameBytes = 1020
+
+/**
+ * The longest identity, in bytes of UTF-8, that every store holds exactly
+ * (the MySQL/MariaDB `holder` column is `VARBINARY(1020)`).
+ *
+ * @since 0.1.0
+ * @category limits
+ * @example
+ * ```ts
+ * import { Lease } from "effect-leaderelection"
+ *
+ * "🚀".repeat(255).length // 510 UTF-16 units, 1020 bytes: exactly Lease.maxIdentityBytes
+ * ```
+ */
+export const maxIdentityBytes = 1020
+
+/**
+ * The largest payload, in bytes. The payload is written on every renewal:
+ * it is meant for an address or a small descriptor, not for data.
+ *
+ * @since 0.1.0
+ * @category limits
+ * @example
+ * ```ts
+ * import { Lease } from "effect-leaderelection"
+ *
+ * new TextEncoder().encode("10.0.0.7:8080").byteLength <= Lease.maxPayloadBytes // true
+ * ```
+ */
+export const maxPayloadBytes = 65_536
+
+/**
+ * The shortest duration an elector accepts for any of its durations.
+ *
+ * @since 0.1.0
+ * @category limits
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { Lease } from "effect-leaderelection"
+ *
+ * Duration.toMillis(Lease.minDuration) // 1
+ * ```
+ */
+export const minDuration: Duration.Duration = Duration.millis(1)
+
+/**
+ * The shortest `retryPeriod`: a follower waits a whole number of
+ * milliseconds drawn from [period/2, period), which is 0 for anything
+ * shorter.
+ *
+ * @since 0.1.0
+ * @category limits
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { Lease } from "effect-leaderelection"
+ *
+ * Duration.toMillis(Lease.minRetryPeriod) // 2
+ * ```
+ */
+export const minRetryPeriod: Duration.Duration = Duration.millis(2)
+
+/**
+ * The longest duration an elector accepts for any of its durations:
+ * 2^31 - 1 ms (about 24.8 days), the longest timer Node.js can set. Effect's
+ * clock never fires a longer sleep, so a longer lease would have no watchdog.
+ *
+ * @since 0.1.0
+ * @category limits
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { Lease } from "effect-leaderelection"
+ *
+ * Duration.toMillis(Lease.maxDuration) // 2147483647
+ * ```
+ */
+export const maxDuration: Duration.Duration = Duration.millis(2 ** 31 - 1)

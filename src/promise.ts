@@ -226,7 +226,7 @@ interface Waiter {
 
 /**
  * Builds an elector for Promise callers. An invalid configuration throws a
- * `ConfigError` here, before anything runs.
+ * `ElectorError.InvalidConfig` here, naming the field, before anything runs.
  *
  * @since 0.1.0
  * @category constructors

@@ -1,12 +1,19 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either } from "effect"
+import { Config, ConfigError, ConfigProvider, Duration, Effect, Either, Layer, Option } from "effect"
 import { hostname } from "node:os"
 import * as Elector from "../src/Elector.js"
 import * as ElectorError from "../src/ElectorError.js"
 import * as index from "../src/index.js"
+import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
+import * as MemoryStore from "../src/stores/MemoryStore.js"
 
-const refuse = (config: Elector.ElectorConfig) => Effect.runSync(Effect.flip(Elector.validate(config)))
+const refuse = (config: Elector.ElectorConfig) => {
+  const result = Effect.runSync(Effect.either(Elector.validate(config)))
+  // Not the accepted config itself: a diff of a 64 KiB payload takes minutes to print.
+  if (Either.isRight(result)) expect.fail("the config was accepted")
+  return Either.getLeft(result).pipe(Option.getOrThrow)
+}
 
 describe("Elector config", () => {
   it("fills in every default from the reference", () => {
@@ -52,9 +59,9 @@ describe("Elector config", () => {
       operationTimeout: "3 seconds",
       safetyMargin: "1 second"
     })
-    expect(error).toMatchObject({ _tag: "ConfigError", field: "renewInterval" })
+    expect(error).toMatchObject({ _tag: "InvalidConfig", field: "renewInterval" })
     expect(error.message).toBe(
-      "invalid elector config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available"
+      "invalid config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available"
     )
   })
 
@@ -70,19 +77,108 @@ describe("Elector config", () => {
     expect(Either.isRight(Effect.runSync(Effect.either(config)))).toBe(true)
   })
 
-  it.each([
-    [{ name: "" }, "name", "must be a non-empty string"],
-    [{ name: "jobs", identity: "" }, "identity", "must be a non-empty string when set"],
+  const big = (bytes: number) => new Uint8Array(bytes)
+  it.each(([
+    [{ name: "" }, "name", "must not be empty"],
+    [{ name: 42 }, "name", "must be a string, got a number"],
+    [{ name: "jobs", identity: "" }, "identity", "must not be empty"],
+    [{ name: "jobs", identity: null }, "identity", "must be a string, got null"],
     [{ name: "jobs", leaseDuration: "soon" as Duration.DurationInput }, "leaseDuration", `"soon" is not a duration`],
     [{ name: "jobs", renewInterval: -5 }, "renewInterval", "must be positive, got -5"],
+    [{ name: "jobs", renewInterval: -5n }, "renewInterval", "must be positive, got -5n"],
     [{ name: "jobs", retryPeriod: "0 seconds" }, "retryPeriod", `must be positive, got "0 seconds"`],
     [{ name: "jobs", retryPeriod: Duration.zero }, "retryPeriod", "must be positive, got 0s"],
     [{ name: "jobs", operationTimeout: Duration.infinity }, "operationTimeout", "must be finite"],
-    [{ name: "jobs", safetyMargin: "15 seconds" }, "safetyMargin", "must be shorter than leaseDuration (15s), got 15s"]
-  ] as const)("refuses %j: %s %s", (config, field, reason) => {
-    const error = refuse(config)
-    expect(error).toMatchObject({ _tag: "ConfigError", field, reason })
-    expect(error.message).toBe(`invalid elector config: ${field}: ${reason}`)
+    [{ name: "jobs", safetyMargin: "15 seconds" }, "safetyMargin", "must be shorter than leaseDuration (15s), got 15s"],
+    // Plain JavaScript passes anything.
+    [{ name: "jobs", payload: "10.0.0.7" }, "payload", "must be a Uint8Array or null, got a string"],
+    [{ name: "jobs", payload: [1, 2] }, "payload", "must be a Uint8Array or null, got an array"],
+    [{ name: "jobs", leaseDuration: NaN }, "leaseDuration", "NaN is not a duration"],
+    [{ name: "jobs", renewInterval: Infinity }, "renewInterval", "Infinity is not a duration"],
+    [{ name: "jobs", operationTimeout: [NaN, 0] }, "operationTimeout", "[NaN, 0] is not a duration"],
+    [{ name: "jobs", safetyMargin: {} }, "safetyMargin", "an object is not a duration"],
+    [{ name: "jobs", disableRelease: "no" }, "disableRelease", "must be a boolean when set, got a string"],
+    [{ name: "jobs", onStartedLeading: Effect.void }, "onStartedLeading", "must be a function when set, got an object"],
+    [{ name: "jobs", onNewLeader: "log" }, "onNewLeader", "must be a function when set, got a string"],
+    [{ name: "jobs", onStoppedLeading: () => Effect.void }, "onStoppedLeading", "must be an Effect when set, got a function"],
+    // Names and identities the databases would refuse or corrupt.
+    [{ name: "jo\u0000bs" }, "name", "must not contain a NUL character"],
+    [{ name: "jobs\ud800" }, "name", "must be well-formed Unicode (it contains a lone surrogate)"],
+    [{ name: "jobs", identity: "\udc00a" }, "identity", "must be well-formed Unicode (it contains a lone surrogate)"],
+    [{ name: "jobs", identity: "a\u0000" }, "identity", "must not contain a NUL character"],
+    // The documented limits, one past each.
+    [{ name: "é".repeat(510) + "x" }, "name", "must be at most 1020 bytes of UTF-8, got 1021"],
+    [{ name: "jobs", identity: "🚀".repeat(255) + "x" }, "identity", "must be at most 1020 bytes of UTF-8, got 1021"],
+    [{ name: "jobs", payload: big(65_537) }, "payload", "must be at most 65536 bytes, got 65537"],
+    [
+      { name: "jobs", leaseDuration: "30 days" },
+      "leaseDuration",
+      `must be at most 2147483647ms (about 24.8 days, the longest timer Node.js can set), got "30 days"`
+    ],
+    [
+      { name: "jobs", renewInterval: 2 ** 31 },
+      "renewInterval",
+      "must be at most 2147483647ms (about 24.8 days, the longest timer Node.js can set), got 2147483648"
+    ],
+    [{ name: "jobs", operationTimeout: Duration.micros(500n) }, "operationTimeout", "must be at least 1ms, got 0.5ms"],
+    [{ name: "jobs", retryPeriod: 1 }, "retryPeriod", "must be at least 2ms, got 1"],
+    [{ name: "jobs", retryPeriod: "1999 micros" }, "retryPeriod", `must be at least 2ms, got "1999 micros"`],
+    // The field named is the one the caller set, not a default.
+    [
+      { name: "jobs", leaseDuration: "500 millis" },
+      "leaseDuration",
+      "must be longer than the default safetyMargin (leaseDuration/10, at least 1s), got 0.5s; set a shorter safetyMargin for a shorter lease"
+    ],
+    [
+      { name: "jobs", leaseDuration: "5 seconds" },
+      "leaseDuration",
+      "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (4s) is available"
+    ],
+    [
+      { name: "jobs", operationTimeout: "6 seconds" },
+      "operationTimeout",
+      "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (18.25s) but only leaseDuration-safetyMargin (13.5s) is available"
+    ],
+    [
+      { name: "jobs", safetyMargin: "5 seconds" },
+      "safetyMargin",
+      "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (10s) is available"
+    ]
+  ] as const).map(([config, field, reason]) => [field, reason, config] as const))("refuses %s: %s", (field, reason, config) => {
+    const error = refuse(config as unknown as Elector.ElectorConfig)
+    expect(error).toMatchObject({ _tag: "InvalidConfig", field, reason })
+    expect(error.message).toBe(`invalid config: ${field}: ${reason}`)
+  })
+
+  it("refuses a config that is not an object", () => {
+    expect(refuse(undefined as unknown as Elector.ElectorConfig)).toMatchObject({
+      _tag: "InvalidConfig",
+      field: "config",
+      reason: "must be an object, got undefined"
+    })
+  })
+
+  it("accepts every documented limit exactly", () => {
+    const config = Effect.runSync(Elector.validate({
+      name: "é".repeat(510),
+      identity: "🚀".repeat(255),
+      payload: big(Lease.maxPayloadBytes),
+      leaseDuration: Lease.maxDuration,
+      renewInterval: Lease.minDuration,
+      retryPeriod: Lease.minRetryPeriod,
+      operationTimeout: Lease.minDuration,
+      disableRelease: true,
+      onStartedLeading: () => Effect.void,
+      onNewLeader: () => Effect.void,
+      onStoppedLeading: Effect.void
+    }))
+    expect(Buffer.byteLength(config.name)).toBe(Lease.maxNameBytes)
+    expect(Buffer.byteLength(config.identity)).toBe(Lease.maxIdentityBytes)
+    expect(config.payload?.byteLength).toBe(Lease.maxPayloadBytes)
+    expect(Duration.toMillis(config.leaseDuration)).toBe(2 ** 31 - 1)
+    expect(Duration.toMillis(config.retryPeriod)).toBe(2)
+    expect([Lease.maxNameBytes, Lease.maxIdentityBytes, Lease.maxPayloadBytes]).toEqual([1020, 1020, 65_536])
+    expect(Duration.toMillis(Lease.minDuration)).toBe(1)
   })
 
   it("generates hostname-pid-random identities that never repeat", () => {
@@ -95,6 +191,51 @@ describe("Elector config", () => {
     const config = Effect.runSync(Elector.validate({ name: "jobs" }))
     expect(config.identity.startsWith(`${hostname()}-${process.pid}-`)).toBe(true)
   })
+})
+
+describe("Elector.layerConfig", () => {
+  const env = (vars: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(vars))))
+  const build = (layer: Layer.Layer<Elector.Elector, unknown, Store.Store>) =>
+    Effect.flatMap(Elector.Elector, (elector) => Effect.succeed(elector.config)).pipe(
+      Effect.provide(Layer.provide(layer, MemoryStore.layer()))
+    )
+  const fromEnv = Elector.layerConfig({
+    name: Config.string("ELECTION_NAME"),
+    identity: Config.string("POD_NAME"),
+    leaseDuration: Config.duration("LEASE_DURATION"),
+    retryPeriod: Config.duration("RETRY_PERIOD").pipe(Config.withDefault(undefined))
+  })
+
+  it.effect("reads each field from effect's Config, durations as Duration", () =>
+    Effect.gen(function*() {
+      const config = yield* build(fromEnv).pipe(
+        env({ ELECTION_NAME: "jobs", POD_NAME: "pod-0", LEASE_DURATION: "20 seconds" })
+      )
+      expect(config).toMatchObject({ name: "jobs", identity: "pod-0" })
+      expect(Duration.toMillis(config.leaseDuration)).toBe(20_000)
+      expect(Duration.toMillis(config.retryPeriod)).toBe(3_000)
+    }))
+
+  it.effect("accepts one Config of the whole ElectorConfig", () =>
+    Effect.gen(function*() {
+      const whole = Config.all({ name: Config.string("NAME"), disableRelease: Config.boolean("KEEP") })
+      const config = yield* build(Elector.layerConfig(whole)).pipe(env({ NAME: "jobs", KEEP: "true" }))
+      expect(config).toMatchObject({ name: "jobs", disableRelease: true })
+    }))
+
+  it.effect("a missing variable fails with effect's ConfigError, a bad value with InvalidConfig naming the field", () =>
+    Effect.gen(function*() {
+      const missing = yield* Effect.flip(build(fromEnv).pipe(env({ ELECTION_NAME: "jobs" })))
+      expect(ConfigError.isConfigError(missing)).toBe(true)
+      const tooLong = yield* Effect.flip(
+        build(fromEnv).pipe(env({ ELECTION_NAME: "jobs", POD_NAME: "pod-0", LEASE_DURATION: "30 days" }))
+      )
+      expect(tooLong).toMatchObject({ _tag: "InvalidConfig", field: "leaseDuration" })
+      const nul = yield* Effect.flip(
+        build(fromEnv).pipe(env({ ELECTION_NAME: "jo\u0000bs", POD_NAME: "pod-0", LEASE_DURATION: "20 seconds" }))
+      )
+      expect(nul).toMatchObject({ _tag: "InvalidConfig", field: "name", reason: "must not contain a NUL character" })
+    }))
 })
 
 describe("errors", () => {

@@ -42,7 +42,7 @@ const selectOne = (pool: Mysql.Pool) =>
 describeConstructors({
   name: "MysqlStore",
   url,
-  configErrorTag: "MysqlStoreConfigError",
+  configErrorTag: "InvalidConfig",
   layerFromUrl: MysqlStore.layerFromUrl,
   makeFromUrl: MysqlStore.makeFromUrl,
   quoteIdentifier: MysqlStore.quoteIdentifier,
@@ -89,7 +89,7 @@ describe("MysqlStore.makeFromPool / layerFromPool", () => {
     Effect.gen(function*() {
       const latin1 = yield* callerPool({ charset: "LATIN1_SWEDISH_CI" })
       expect(yield* Effect.flip(MysqlStore.makeFromPool(latin1))).toMatchObject({
-        _tag: "MysqlStoreConfigError",
+        _tag: "InvalidConfig",
         field: "pool",
         reason: "its connections must use a utf8mb4 charset (mysql2's default)"
       })

@@ -4,6 +4,7 @@ import { Context, Duration, Effect, Either, Exit, Fiber, Layer, Redacted } from 
 import * as fc from "fast-check"
 import * as MysqlCallback from "mysql2"
 import * as Mysql from "mysql2/promise"
+import * as ElectorError from "../src/ElectorError.js"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as Sql from "../src/stores/mysql/statements.js"
@@ -180,7 +181,7 @@ describe("MysqlStore identifier quoting", () => {
       const error = Either.getLeft(MysqlStore.schema(schemaName, name))
       expect(error._tag).toBe("Some")
       if (error._tag === "Some") {
-        expect(error.value).toMatchObject({ _tag: "MysqlStoreConfigError", field })
+        expect(error.value).toMatchObject({ _tag: "InvalidConfig", field })
         expect(error.value.reason).toMatch(reason)
         expect(error.value.message).toContain(`${field}: `)
       }
@@ -236,13 +237,14 @@ describe("MysqlStore configuration", () => {
         ["mysql:///db", {}, "url", /no host/],
         ["mysql://u:secret@h/db?ssl=true", {}, "url", /query parameters are not supported: ssl/],
         [url, { maxConnections: 0 }, "maxConnections", /positive integer/],
-        [url, { table: "" }, "table", /empty/]
+        [url, { table: "" }, "table", /empty/],
+        [url, { connectTimeout: "30 days" }, "connectTimeout", /at most 2147483647ms/]
       ]
       for (const [target, options, field, reason] of cases) {
         const error = yield* configError(MysqlStore.layerFromUrl(target, options))
-        expect(error).toMatchObject({ _tag: "MysqlStoreConfigError", field })
-        expect((error as MysqlStore.ConfigError).reason).toMatch(reason)
-        expect((error as MysqlStore.ConfigError).message).not.toContain("secret")
+        expect(error).toMatchObject({ _tag: "InvalidConfig", field })
+        expect((error as ElectorError.InvalidConfig).reason).toMatch(reason)
+        expect((error as ElectorError.InvalidConfig).message).not.toContain("secret")
       }
     }))
 

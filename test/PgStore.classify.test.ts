@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect, Either } from "effect"
 import pg from "pg"
+import * as ElectorError from "../src/ElectorError.js"
 import * as Store from "../src/Store.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { uniqueName } from "./storetest/suite.js"
@@ -50,8 +51,8 @@ describe("PgStore.classify", () => {
   it("classifies the store's own errors, wrapped errors and odd values", () => {
     const timeout = new PgStore.OperationTimeout({ timeout: Duration.seconds(3) })
     expect(PgStore.classify(timeout)).toEqual({ retryable: true, reason: "no answer from the database within 3s" })
-    const config = new PgStore.ConfigError({ field: "url", reason: "is not a URL" })
-    expect(PgStore.classify(config)).toEqual({ retryable: false, reason: "invalid PgStore option \"url\": is not a URL" })
+    const config = new ElectorError.InvalidConfig({ field: "url", reason: "is not a URL" })
+    expect(PgStore.classify(config)).toEqual({ retryable: false, reason: "invalid config: url: is not a URL" })
     expect(PgStore.classify(new SqlError({ cause: withCode("42P01", "no table"), message: "Failed" }))).toEqual({
       retryable: false,
       reason: "no table",

@@ -24,7 +24,7 @@ afterAll(async () => {
 describeConstructors({
   name: "PgStore",
   url: directUrl,
-  configErrorTag: "PgStoreConfigError",
+  configErrorTag: "InvalidConfig",
   layerFromUrl: PgStore.layerFromUrl,
   makeFromUrl: PgStore.makeFromUrl,
   quoteIdentifier: PgStore.quoteIdentifier,
@@ -62,7 +62,7 @@ describe("PgStore.makeFromPool / layerFromPool", () => {
     Effect.gen(function*() {
       const pool = yield* callerPool
       const error = yield* Effect.flip(PgStore.makeFromPool(pool, { operationTimeout: 0 }))
-      expect(error).toMatchObject({ _tag: "PgStoreConfigError", field: "operationTimeout" })
+      expect(error).toMatchObject({ _tag: "InvalidConfig", field: "operationTimeout" })
       expect(pool.totalCount).toBe(0)
     }).pipe(Effect.scoped))
 })

@@ -133,10 +133,10 @@ describe("PgStore schema", () => {
         onRight: () => undefined
       })
     expect(refused("", "")).toEqual({
-      tag: "PgStoreConfigError",
+      tag: "InvalidConfig",
       field: "table",
       reason: "must not be empty",
-      message: "invalid PgStore option \"table\": must not be empty"
+      message: "invalid config: table: must not be empty"
     })
     expect(refused("a\u0000b", "t")).toMatchObject({ field: "schema", reason: "must not contain a NUL character" })
     expect(refused("", "x".repeat(64))).toMatchObject({ field: "table", reason: "must be at most 63 bytes of UTF-8, got 64" })
@@ -291,19 +291,19 @@ describe("PgStore configuration", () => {
 
   it.live("bad URLs and options are refused with the field and the reason", () =>
     Effect.gen(function*() {
-      expect(yield* refused("not a url")).toMatchObject({ _tag: "PgStoreConfigError", field: "url", reason: "is not a URL" })
+      expect(yield* refused("not a url")).toMatchObject({ _tag: "InvalidConfig", field: "url", reason: "is not a URL" })
       expect(yield* refused("mysql://root@127.0.0.1/test")).toMatchObject({
         field: "url",
         reason: "scheme must be postgres: or postgresql:, got mysql:"
       })
       expect(yield* refused(directUrl, { operationTimeout: 0 })).toMatchObject({
         field: "operationTimeout",
-        reason: "must be positive and finite, got 0"
+        reason: "must be positive, got 0"
       })
       expect(yield* refused(directUrl, { maxLifetime: Duration.infinity })).toMatchObject({ field: "maxLifetime" })
       expect(yield* refused(directUrl, { idleTimeout: "soon" as unknown as Duration.DurationInput })).toMatchObject({
         field: "idleTimeout",
-        reason: "is not a duration"
+        reason: "\"soon\" is not a duration"
       })
       expect(yield* refused(directUrl, { maxConnections: 0 })).toMatchObject({
         field: "maxConnections",

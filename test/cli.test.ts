@@ -192,7 +192,7 @@ describe("leaderelection errors", () => {
       const run = yield* cli("status", "--url", directUrl, "--table", "x".repeat(64))
       expect(run.exit._tag).toBe("Failure")
       expect(run.err).toEqual([
-        "leaderelection: invalid PgStore option \"table\": must be at most 63 bytes of UTF-8, got 64"
+        "leaderelection: invalid config: table: must be at most 63 bytes of UTF-8, got 64"
       ])
     }))
 
@@ -249,7 +249,7 @@ describe("leaderelection schema", () => {
     Effect.gen(function*() {
       const run = yield* cli("schema", "--dialect", "mysql", "--table", "bad ")
       expect(run.exit._tag).toBe("Failure")
-      expect(run.err).toEqual(["leaderelection: invalid MysqlStore config: table: must not end with a space"])
+      expect(run.err).toEqual(["leaderelection: invalid config: table: must not end with a space"])
     }))
 })
 

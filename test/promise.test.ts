@@ -97,8 +97,8 @@ describe("createElector (Promise wrapper)", () => {
   it("refuses an invalid config at construction with the field and reason", async () => {
     const store = await memory()
     expect(() => createElector({ store, name: "jobs", leaseDuration: "10 seconds", renewInterval: "5 seconds", operationTimeout: "3 seconds", safetyMargin: "1 second" }))
-      .toThrow("invalid elector config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available")
-    expect(() => createElector({ store, name: "" })).toThrow(expect.objectContaining({ _tag: "ConfigError", field: "name" }))
+      .toThrow("invalid config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available")
+    expect(() => createElector({ store, name: "" })).toThrow(expect.objectContaining({ _tag: "InvalidConfig", field: "name" }))
   })
 
   it("leads with a signal per term, and stop aborts it, waits for it and releases", async () => {

@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import type { InvalidConfig } from "../ElectorError.js"
 import type { Lease } from "../Lease.js"
 import type { StoreError } from "../Store.js"
 import * as MysqlStore from "../stores/MysqlStore.js"
@@ -75,7 +76,7 @@ const open = (target: Target): Effect.Effect<Listing, CliError, Scope.Scope> =>
     const options = { schema: target.schema, table: target.table }
     const opening: Effect.Effect<
       PgStore.PgStore | MysqlStore.MysqlStore,
-      PgStore.ConfigError | MysqlStore.ConfigError | StoreError,
+      InvalidConfig | StoreError,
       Scope.Scope
     > = dialect === "pg" ? PgStore.makeFromUrl(target.url, options) : MysqlStore.makeFromUrl(target.url, options)
     const store = yield* Effect.mapError(opening, (error) =>
@@ -160,7 +161,7 @@ const dialect = Options.choice("dialect", ["pg", "mysql"]).pipe(
 
 const schema = Command.make("schema", { dialect, schema: schemaName, table }, (options) =>
   {
-    const ddl: Either.Either<string, PgStore.ConfigError | MysqlStore.ConfigError> = options.dialect === "pg"
+    const ddl: Either.Either<string, InvalidConfig> = options.dialect === "pg"
       ? PgStore.schema(options.schema, options.table)
       : MysqlStore.schema(options.schema, options.table)
     return Effect.flatMap(Either.mapLeft(ddl, (error) => new CliError({ reason: error.message })), Console.log)

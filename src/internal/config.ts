@@ -2,9 +2,13 @@ import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import type { ElectorConfig, ResolvedConfig } from "../Elector.js"
-import { ConfigError, IdentityError } from "../ElectorError.js"
+import { IdentityError, InvalidConfig } from "../ElectorError.js"
+import * as Lease from "../Lease.js"
+import * as limits from "./limits.js"
+import { formatDuration } from "./limits.js"
 import { defaultSafetyMargin, retryDelay } from "./timing.js"
 
 /** @internal */
@@ -16,30 +20,7 @@ export const defaults = {
 } as const
 
 /** @internal */
-export const formatDuration = (d: Duration.Duration): string => `${Number((Duration.toMillis(d) / 1000).toFixed(3))}s`
-
-/** @internal */
-export const duration = (
-  field: string,
-  input: Duration.DurationInput | undefined,
-  fallback: Duration.Duration
-): Effect.Effect<Duration.Duration, ConfigError> => {
-  if (input === undefined) return Effect.succeed(fallback)
-  return Option.match(Duration.decodeUnknown(input), {
-    onNone: () => Effect.fail(new ConfigError({ field, reason: `${JSON.stringify(String(input))} is not a duration` })),
-    onSome: (d) =>
-      !Duration.isFinite(d)
-        ? Effect.fail(new ConfigError({ field, reason: "must be finite" }))
-        : Duration.lessThanOrEqualTo(d, Duration.zero)
-        ? Effect.fail(
-          new ConfigError({
-            field,
-            reason: `must be positive, got ${typeof input === "object" ? formatDuration(d) : JSON.stringify(input)}`
-          })
-        )
-        : Effect.succeed(d)
-  })
-}
+export { formatDuration } from "./limits.js"
 
 /**
  * hostname-pid-random. The random part is what keeps a restarted process
@@ -52,50 +33,80 @@ export const generateIdentity: Effect.Effect<string, IdentityError> = Effect.try
   catch: (cause) => new IdentityError({ cause })
 })
 
+type DurationField = "leaseDuration" | "renewInterval" | "retryPeriod" | "operationTimeout" | "safetyMargin"
+
+/** The fields a config may carry, each refused with its name when it has the wrong type. */
+const optional = (
+  field: string,
+  value: unknown,
+  accepts: (u: unknown) => boolean,
+  expected: string
+): Either.Either<void, InvalidConfig> =>
+  value === undefined || accepts(value)
+    ? Either.void
+    : Either.left(new InvalidConfig({ field, reason: `must be ${expected} when set, got ${limits.kind(value)}` }))
+
 /**
- * Fills in defaults and refuses any configuration that leaves a leader no
- * room to lose one renewal outright and still complete a second attempt
- * before it must step down.
+ * Fills in defaults and refuses, naming the field the caller set: any field
+ * of the wrong type, anything outside the limits of `Lease`, and any
+ * configuration that leaves a leader no room to lose one renewal outright and
+ * still complete a second attempt before it must step down.
  *
  * @internal
  */
-export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, ConfigError | IdentityError> =>
+export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, InvalidConfig | IdentityError> =>
   Effect.gen(function*() {
-    if (typeof config.name !== "string" || config.name.length === 0) {
-      return yield* new ConfigError({ field: "name", reason: "must be a non-empty string" })
+    if (!Predicate.isRecord(config)) {
+      return yield* new InvalidConfig({ field: "config", reason: `must be an object, got ${limits.kind(config)}` })
     }
-    if (config.identity !== undefined && (typeof config.identity !== "string" || config.identity.length === 0)) {
-      return yield* new ConfigError({ field: "identity", reason: "must be a non-empty string when set" })
-    }
-    const leaseDuration = yield* duration("leaseDuration", config.leaseDuration, defaults.leaseDuration)
-    const renewInterval = yield* duration("renewInterval", config.renewInterval, defaults.renewInterval)
-    const retryPeriod = yield* duration("retryPeriod", config.retryPeriod, defaults.retryPeriod)
-    const operationTimeout = yield* duration("operationTimeout", config.operationTimeout, defaults.operationTimeout)
-    const safetyMargin = yield* duration("safetyMargin", config.safetyMargin, defaultSafetyMargin(leaseDuration))
+    const name = yield* limits.name(config.name)
+    const identity = config.identity === undefined ? undefined : yield* limits.identity(config.identity)
+    const payload = yield* limits.payload(config.payload ?? null)
+    const duration = (field: DurationField, fallback: Duration.Duration, min?: Duration.Duration) =>
+      config[field] === undefined ? Either.right(fallback) : limits.duration(field, config[field], min)
+    const leaseDuration = yield* duration("leaseDuration", defaults.leaseDuration)
+    const renewInterval = yield* duration("renewInterval", defaults.renewInterval)
+    const retryPeriod = yield* duration("retryPeriod", defaults.retryPeriod, Lease.minRetryPeriod)
+    const operationTimeout = yield* duration("operationTimeout", defaults.operationTimeout)
+    const safetyMargin = yield* duration("safetyMargin", defaultSafetyMargin(leaseDuration))
+    yield* optional("disableRelease", config.disableRelease, Predicate.isBoolean, "a boolean")
+    yield* optional("onStartedLeading", config.onStartedLeading, Predicate.isFunction, "a function")
+    yield* optional("onNewLeader", config.onNewLeader, Predicate.isFunction, "a function")
+    yield* optional("onStoppedLeading", config.onStoppedLeading, Effect.isEffect, "an Effect")
     if (Duration.greaterThanOrEqualTo(safetyMargin, leaseDuration)) {
-      return yield* new ConfigError({
-        field: "safetyMargin",
-        reason: `must be shorter than leaseDuration (${formatDuration(leaseDuration)}), got ${
-          formatDuration(safetyMargin)
-        }`
-      })
+      return yield* config.safetyMargin === undefined
+        ? new InvalidConfig({
+          field: "leaseDuration",
+          reason: `must be longer than the default safetyMargin (leaseDuration/10, at least 1s), got ${
+            formatDuration(leaseDuration)
+          }; set a shorter safetyMargin for a shorter lease`
+        })
+        : new InvalidConfig({
+          field: "safetyMargin",
+          reason: `must be shorter than leaseDuration (${formatDuration(leaseDuration)}), got ${
+            formatDuration(safetyMargin)
+          }`
+        })
     }
     const retry = retryDelay(renewInterval)
     const needed = Duration.sum(Duration.sum(renewInterval, Duration.times(operationTimeout, 2)), retry)
     const available = Duration.subtract(leaseDuration, safetyMargin)
     if (Duration.greaterThan(needed, available)) {
-      return yield* new ConfigError({
-        field: "renewInterval",
+      // The defaults fit, so the caller set at least one of these.
+      const field = (["renewInterval", "leaseDuration", "operationTimeout", "safetyMargin"] as const).find((field) =>
+        config[field] !== undefined
+      )!
+      return yield* new InvalidConfig({
+        field,
         reason: `a lost renewal needs renewInterval+2*operationTimeout+retryDelay (${
           formatDuration(needed)
         }) but only leaseDuration-safetyMargin (${formatDuration(available)}) is available`
       })
     }
-    const identity = config.identity ?? (yield* generateIdentity)
     return {
-      name: config.name,
-      identity,
-      payload: config.payload ?? null,
+      name,
+      identity: identity ?? (yield* generateIdentity),
+      payload,
       leaseDuration,
       renewInterval,
       retryPeriod,

@@ -11,7 +11,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { ElectorConfig, ElectorShape, Status } from "../Elector.js"
-import { AlreadyRunning, type ConfigError, type IdentityError, type LastError, LeaseExpiredLocally } from "../ElectorError.js"
+import { AlreadyRunning, type IdentityError, type InvalidConfig, type LastError, LeaseExpiredLocally } from "../ElectorError.js"
 import * as Lease from "../Lease.js"
 import type { LeadershipShape } from "../Leadership.js"
 import { type Operation, Store, StoreError } from "../Store.js"
@@ -57,7 +57,7 @@ const initial: State = {
 /** @internal */
 export const make = (
   input: ElectorConfig
-): Effect.Effect<ElectorShape, ConfigError | IdentityError, Store | Scope.Scope> =>
+): Effect.Effect<ElectorShape, InvalidConfig | IdentityError, Store | Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* resolve(input)
     const { identity, leaseDuration, name, payload, safetyMargin } = config

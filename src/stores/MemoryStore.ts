@@ -14,6 +14,7 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, Store, type StoreShape } from "../Store.js"
 
@@ -130,7 +131,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
     const atomically = <A, E>(f: (now: number) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
       lock.withPermits(1)(Effect.flatMap(clock.now, (now) => f(now.getTime())))
 
-    return {
+    return limits.enforce({
       acquire: (name, identity, ttl, payload) =>
         atomically((now) =>
           Effect.sync(() => {
@@ -182,7 +183,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
             ? Effect.fail(new NoLease({ name }))
             : Effect.succeed(toLease(name, row, now))
         })
-    }
+    })
   })
 
 /**

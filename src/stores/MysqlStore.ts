@@ -54,7 +54,6 @@
  * @since 0.1.0
  */
 import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
-import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -65,6 +64,8 @@ import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
+import { InvalidConfig } from "../ElectorError.js"
+import * as limits from "../internal/limits.js"
 import { LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import * as classifier from "./mysql/classify.js"
@@ -79,29 +80,6 @@ import * as Sql from "./mysql/statements.js"
  * @category constants
  */
 export const defaultTable = "leader_election"
-
-/**
- * A store option or URL the store cannot use; `field` names it and `reason`
- * says why.
- *
- * @since 0.1.0
- * @category errors
- * @example
- * ```ts
- * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
- *
- * new MysqlStore.ConfigError({ field: "table", reason: "must not be empty" }).message
- * // 'invalid MysqlStore config: table: must not be empty'
- * ```
- */
-export class ConfigError extends Data.TaggedError("MysqlStoreConfigError")<{
-  readonly field: string
-  readonly reason: string
-}> {
-  override get message(): string {
-    return `invalid MysqlStore config: ${this.field}: ${this.reason}`
-  }
-}
 
 export {
   /**
@@ -194,10 +172,10 @@ export interface MysqlStore extends StoreShape {
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
 }
 
-const quoteField = (field: string, name: string): Either.Either<string, ConfigError> =>
-  Either.mapLeft(identifier.quoteChecked(name), (reason) => new ConfigError({ field, reason }))
+const quoteField = (field: string, name: string): Either.Either<string, InvalidConfig> =>
+  Either.mapLeft(identifier.quoteChecked(name), (reason) => new InvalidConfig({ field, reason }))
 
-const qualifiedTable = (schemaName: string | undefined, table: string): Either.Either<string, ConfigError> =>
+const qualifiedTable = (schemaName: string | undefined, table: string): Either.Either<string, InvalidConfig> =>
   Either.flatMap(quoteField("table", table), (quotedTable) =>
     schemaName === undefined || schemaName === ""
       ? Either.right(quotedTable)
@@ -219,7 +197,7 @@ const qualifiedTable = (schemaName: string | undefined, table: string): Either.E
  * if (Either.isRight(ddl)) console.log(ddl.right)
  * ```
  */
-export const schema = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
+export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedTable(schemaName, table), Sql.createTable)
 
 /**
@@ -266,8 +244,8 @@ export const classify: (error: unknown) => classifier.Classification = classifie
  * MysqlStore.parseUrl("mysql://root@127.0.0.1:3306/test")
  * ```
  */
-export const parseUrl = (url: string): Either.Either<Mysql.ConnectionOptions, ConfigError> => {
-  const invalid = (reason: string) => Either.left(new ConfigError({ field: "url", reason }))
+export const parseUrl = (url: string): Either.Either<Mysql.ConnectionOptions, InvalidConfig> => {
+  const invalid = (reason: string) => Either.left(new InvalidConfig({ field: "url", reason }))
   if (!URL.canParse(url)) return invalid("not a URL")
   const parsed = new URL(url)
   if (parsed.protocol !== "mysql:" && parsed.protocol !== "mariadb:") {
@@ -287,10 +265,7 @@ export const parseUrl = (url: string): Either.Either<Mysql.ConnectionOptions, Co
 }
 
 /** Each store names its own error; the checks are shared. */
-const checked = <A>(result: Either.Either<A, SqlStore.Invalid>): Either.Either<A, ConfigError> =>
-  Either.mapLeft(result, (invalid) => new ConfigError(invalid))
-
-const fromClientConfig = (config: MysqlClient.MysqlClientConfig): Either.Either<Mysql.PoolOptions, ConfigError> =>
+const fromClientConfig = (config: MysqlClient.MysqlClientConfig): Either.Either<Mysql.PoolOptions, InvalidConfig> =>
   Either.map(
     config.url === undefined
       ? Either.right(SqlStore.definedOnly({
@@ -333,7 +308,7 @@ const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
     Effect.map(query(sql, values), (result) => Sql.toLease(name, rows(result)[0]!))
   const bytes = (payload: Uint8Array | null) => payload === null ? null : Buffer.from(payload)
 
-  return {
+  return limits.enforce<MysqlStore>({
     table,
     ensureSchema: pool.use("ensureSchema", (query) => query(Sql.createTable(table), [])).pipe(Effect.asVoid),
     acquire: (name, identity, ttl, payload) =>
@@ -381,17 +356,17 @@ const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
     list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
       Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
     )
-  }
+  })
 }
 
 /** Checks the options, then builds the store on the pool `open` gives for the checked timeout. */
 const build = <E, R>(
   options: MysqlStoreOptions,
   open: (timeout: Duration.Duration) => Effect.Effect<Pool.Pool, E, R>
-): Effect.Effect<MysqlStore, ConfigError | StoreError | E, R> =>
+): Effect.Effect<MysqlStore, InvalidConfig | StoreError | E, R> =>
   Effect.gen(function*() {
     const table = yield* qualifiedTable(options.schema, options.table ?? defaultTable)
-    const timeout = yield* checked(SqlStore.operationTimeout(options))
+    const timeout = yield* SqlStore.operationTimeout(options)
     return storeOn(yield* open(timeout), table)
   }).pipe(SqlStore.withSchema(options))
 
@@ -408,7 +383,7 @@ const build = <E, R>(
  * slot until the pool's own `connectTimeout` (mysql2's default: 10 s), so
  * keep that short, as the store's own pools do (5 s).
  * A pool whose connections do not use a utf8mb4 charset, or that dropped the
- * FOUND_ROWS flag, is refused with a {@link ConfigError} (field `pool`).
+ * FOUND_ROWS flag, is refused with a {@link InvalidConfig} (field `pool`).
  *
  * @since 0.2.0
  * @category constructors
@@ -428,11 +403,11 @@ const build = <E, R>(
 export const makeFromPool = (
   pool: Mysql.Pool,
   options: MysqlStoreOptions = {}
-): Effect.Effect<MysqlStore, ConfigError | StoreError> => {
+): Effect.Effect<MysqlStore, InvalidConfig | StoreError> => {
   const problem = Pool.poolProblem(pool)
   return problem === undefined
     ? build(options, (timeout) => Effect.succeed(Pool.fromPool(pool, timeout)))
-    : Effect.fail(new ConfigError({ field: "pool", reason: problem }))
+    : Effect.fail(new InvalidConfig({ field: "pool", reason: problem }))
 }
 
 /**
@@ -453,21 +428,23 @@ export const makeFromPool = (
 export const layerFromPool = (
   pool: Mysql.Pool,
   options: MysqlStoreOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError> => Layer.effect(Store, makeFromPool(pool, options))
+): Layer.Layer<Store, InvalidConfig | StoreError> => Layer.effect(Store, makeFromPool(pool, options))
 
 /** The store over a small bounded pool of its own, closed when the scope closes. */
 const makeOwningPool = (
   connection: Mysql.PoolOptions,
   options: MysqlStoreUrlOptions
-): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
-  Effect.flatMap(checked(SqlStore.maxConnections(options.maxConnections)), (connectionLimit) =>
+): Effect.Effect<MysqlStore, InvalidConfig | StoreError, Scope.Scope> =>
+  Effect.flatMap(
+    Effect.all([SqlStore.maxConnections(options.maxConnections), limits.duration("connectTimeout", options.connectTimeout ?? Duration.seconds(5))]),
+    ([connectionLimit, connectTimeout]) =>
     build(options, (timeout) =>
       Pool.make({
         ...connection,
         connectionLimit,
         maxIdle: connectionLimit,
         waitForConnections: true,
-        connectTimeout: Duration.toMillis(options.connectTimeout ?? Duration.seconds(5)),
+        connectTimeout: Duration.toMillis(connectTimeout),
         enableKeepAlive: true,
         // The statements rely on these; a caller's poolConfig must not undo them.
         charset: "UTF8MB4_GENERAL_CI",
@@ -501,7 +478,7 @@ const makeOwningPool = (
  */
 export const make = (
   options: MysqlStoreUrlOptions = {}
-): Effect.Effect<MysqlStore, ConfigError | StoreError, MysqlClient.MysqlClient | Scope.Scope> =>
+): Effect.Effect<MysqlStore, InvalidConfig | StoreError, MysqlClient.MysqlClient | Scope.Scope> =>
   Effect.flatMap(MysqlClient.MysqlClient, (client) =>
     Effect.flatMap(fromClientConfig(client.config), (connection) => makeOwningPool(connection, options)))
 
@@ -523,7 +500,7 @@ export const make = (
  */
 export const layer = (
   options: MysqlStoreUrlOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError, MysqlClient.MysqlClient> => Layer.scoped(Store, make(options))
+): Layer.Layer<Store, InvalidConfig | StoreError, MysqlClient.MysqlClient> => Layer.scoped(Store, make(options))
 
 /**
  * The store of {@link layerFromUrl}, with its DDL and `list`, for the scope:
@@ -549,7 +526,7 @@ export const layer = (
 export const makeFromUrl = (
   url: string | Redacted.Redacted<string>,
   options: MysqlStoreUrlOptions = {}
-): Effect.Effect<MysqlStore, ConfigError | StoreError, Scope.Scope> =>
+): Effect.Effect<MysqlStore, InvalidConfig | StoreError, Scope.Scope> =>
   Effect.flatMap(parseUrl(SqlStore.reveal(url)), (connection) => makeOwningPool(connection, options))
 
 /**

@@ -37,7 +37,9 @@ import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import { toStoreError } from "./pg/classify.js"
-import { ConfigError, quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
+import { InvalidConfig } from "../ElectorError.js"
+import * as limits from "../internal/limits.js"
+import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
 import { type Param, query, type Row } from "./pg/query.js"
 import { ddl, statements } from "./pg/sql.js"
 
@@ -66,11 +68,6 @@ export {
   OperationTimeout
 } from "./internal/sqlStore.js"
 export {
-  /**
-   * @since 0.1.0
-   * @category errors
-   */
-  ConfigError,
   /**
    * @since 0.1.0
    * @category validation
@@ -157,7 +154,7 @@ export interface PgStore extends StoreShape {
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
 }
 
-const qualifiedName = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
+const qualifiedName = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.all([
     schemaName === "" ? Either.right("") : Either.map(validateIdentifier("schema", schemaName), quoteIdentifier),
     Either.map(validateIdentifier("table", table), quoteIdentifier)
@@ -179,13 +176,10 @@ const qualifiedName = (schemaName: string, table: string): Either.Either<string,
  * const statement = Either.getOrThrow(PgStore.schema("", PgStore.defaultTable))
  * ```
  */
-export const schema = (schemaName: string, table: string): Either.Either<string, ConfigError> =>
+export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedName(schemaName, table), ddl)
 
 /** Each store names its own error; the checks are shared. */
-const checked = <A>(result: Either.Either<A, SqlStore.Invalid>): Either.Either<A, ConfigError> =>
-  Either.mapLeft(result, (invalid) => new ConfigError(invalid))
-
 const microseconds = (ttl: Duration.Duration): string => (Duration.unsafeToNanos(ttl) / 1000n).toString()
 
 const bytes = (payload: Uint8Array | null): Buffer | null =>
@@ -245,17 +239,17 @@ const lostCreateRace = (error: StoreError): boolean =>
  * })
  * ```
  */
-export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, ConfigError | StoreError> =>
+export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, InvalidConfig | StoreError> =>
   Effect.gen(function*() {
     const table = yield* qualifiedName(options.schema ?? "", options.table ?? defaultTable)
-    const timeout = yield* checked(SqlStore.operationTimeout(options))
+    const timeout = yield* SqlStore.operationTimeout(options)
     const sql = statements(table)
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
       query(pool, statement, values).pipe(
         Effect.mapError((error) => toStoreError(operation, error)),
         SqlStore.withDeadline(timeout, operation, toStoreError)
       )
-    return {
+    return limits.enforce<PgStore>({
       table,
       ensureSchema: run("ensureSchema", ddl(table), []).pipe(
         Effect.catchIf(lostCreateRace, () => Effect.void),
@@ -282,7 +276,7 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
           )
         ),
       list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease))
-    } satisfies PgStore
+    })
   }).pipe(SqlStore.withSchema(options))
 
 /**
@@ -301,7 +295,7 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
  * const StoreLive = PgStore.layerFromPool(pool, { ensureSchema: true })
  * ```
  */
-export const layerFromPool = (pool: Pool, options: PgStoreOptions = {}): Layer.Layer<Store, ConfigError | StoreError> =>
+export const layerFromPool = (pool: Pool, options: PgStoreOptions = {}): Layer.Layer<Store, InvalidConfig | StoreError> =>
   Layer.effect(Store, makeFromPool(pool, options))
 
 /**
@@ -349,12 +343,12 @@ export type PgStoreConfig = SqlStore.UrlConfig<PgStoreUrlOptions>
 const makeOwningPool = (
   connection: PoolConfig,
   options: PgStoreUrlOptions
-): Effect.Effect<PgStore, ConfigError | StoreError, Scope.Scope> =>
+): Effect.Effect<PgStore, InvalidConfig | StoreError, Scope.Scope> =>
   Effect.gen(function*() {
-    const timeout = yield* checked(SqlStore.operationTimeout(options))
-    const idle = yield* checked(SqlStore.positiveDuration("idleTimeout", options.idleTimeout ?? Duration.seconds(30)))
-    const lifetime = yield* checked(SqlStore.positiveDuration("maxLifetime", options.maxLifetime ?? Duration.minutes(5)))
-    const max = yield* checked(SqlStore.maxConnections(options.maxConnections))
+    const timeout = yield* SqlStore.operationTimeout(options)
+    const idle = yield* limits.duration("idleTimeout", options.idleTimeout ?? Duration.seconds(30))
+    const lifetime = yield* limits.duration("maxLifetime", options.maxLifetime ?? Duration.minutes(5))
+    const max = yield* SqlStore.maxConnections(options.maxConnections)
     const pool = yield* Effect.acquireRelease(
       Effect.sync(() =>
         new Pool({
@@ -397,7 +391,7 @@ const makeOwningPool = (
 export const makeFromUrl = (
   url: string | Redacted.Redacted<string>,
   options: PgStoreUrlOptions = {}
-): Effect.Effect<PgStore, ConfigError | StoreError, Scope.Scope> =>
+): Effect.Effect<PgStore, InvalidConfig | StoreError, Scope.Scope> =>
   Effect.flatMap(validateUrl(SqlStore.reveal(url)), (connectionString) =>
     makeOwningPool({ connectionString }, options))
 
@@ -419,7 +413,7 @@ export const makeFromUrl = (
  *   twice that.
  *
  * A URL that does not parse, or whose scheme is not `postgres:` or
- * `postgresql:`, fails the layer with a {@link ConfigError}.
+ * `postgresql:`, fails the layer with a {@link InvalidConfig}.
  *
  * @since 0.1.0
  * @category layers
@@ -491,7 +485,7 @@ const fromClientConfig = (config: PgClient.PgClientConfig): PoolConfig =>
  */
 export const make = (
   options: PgStoreUrlOptions = {}
-): Effect.Effect<PgStore, ConfigError | StoreError, PgClient.PgClient | Scope.Scope> =>
+): Effect.Effect<PgStore, InvalidConfig | StoreError, PgClient.PgClient | Scope.Scope> =>
   Effect.flatMap(PgClient.PgClient, (client) => makeOwningPool(fromClientConfig(client.config), options))
 
 /**
@@ -512,4 +506,4 @@ export const make = (
  */
 export const layer = (
   options: PgStoreUrlOptions = {}
-): Layer.Layer<Store, ConfigError | StoreError, PgClient.PgClient> => Layer.scoped(Store, make(options))
+): Layer.Layer<Store, InvalidConfig | StoreError, PgClient.PgClient> => Layer.scoped(Store, make(options))

@@ -279,6 +279,61 @@ export const storeSuite = (harness: StoreHarness): void => {
         })
       ))
 
+    test("holds exactly the documented limits", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          // Multi-byte characters: the limits count bytes of UTF-8, not characters.
+          const base = `${uniqueName("limits")}-é🚀`
+          const name = base + "x".repeat(Lease.maxNameBytes - Buffer.byteLength(base))
+          const identity = "🚀".repeat(Lease.maxIdentityBytes / 4)
+          const payload = new Uint8Array(Lease.maxPayloadBytes).map((_, i) => i * 7)
+          expect([Buffer.byteLength(name), Buffer.byteLength(identity)]).toEqual([1020, 1020])
+          const lease = yield* store.acquire(name, identity, long, payload)
+          expect(lease).toMatchObject({ name, holder: identity, fence: 1n })
+          expect(lease.payload).toEqual(payload)
+          expect(yield* store.inspect(name)).toMatchObject({ name, holder: identity, payload })
+          const reversed = payload.slice().reverse()
+          const renewed = yield* store.renew(name, identity, lease.fence, long, reversed)
+          expect(renewed.payload).toEqual(reversed)
+
+          // One byte more is refused at the store boundary, naming the argument.
+          const refused = <A, E>(call: Effect.Effect<A, E>, field: string, reason: string) =>
+            Effect.gen(function*() {
+              const error = yield* Effect.flip(call)
+              expect(error).toMatchObject({ _tag: "StoreError", retryable: false, reason: `${field}: ${reason}` })
+              expect((error as Store.StoreError).cause).toMatchObject({ _tag: "InvalidConfig", field, reason })
+            })
+          const longName = `${name}y`
+          const longIdentity = `${identity}y`
+          const bigPayload = new Uint8Array(Lease.maxPayloadBytes + 1)
+          const tooLong = (bytes: number) => `must be at most ${bytes} bytes of UTF-8, got ${bytes + 1}`
+          const tooBig = `must be at most ${Lease.maxPayloadBytes} bytes, got ${Lease.maxPayloadBytes + 1}`
+          yield* refused(store.acquire(longName, "a", long, null), "name", tooLong(Lease.maxNameBytes))
+          yield* refused(store.inspect(longName), "name", tooLong(Lease.maxNameBytes))
+          yield* refused(store.release(longName, "a", 1n), "name", tooLong(Lease.maxNameBytes))
+          yield* refused(store.acquire(name, longIdentity, long, null), "identity", tooLong(Lease.maxIdentityBytes))
+          yield* refused(store.acquire(name, identity, long, bigPayload), "payload", tooBig)
+          yield* refused(store.renew(name, identity, lease.fence, long, bigPayload), "payload", tooBig)
+          yield* refused(store.release(name, longIdentity, lease.fence), "identity", tooLong(Lease.maxIdentityBytes))
+          // What the databases would refuse or corrupt, and what plain JavaScript can pass.
+          yield* refused(store.acquire(`${name.slice(0, 20)}\u0000`, "a", long, null), "name", "must not contain a NUL character")
+          yield* refused(
+            store.acquire(name, "a\ud800", long, null),
+            "identity",
+            "must be well-formed Unicode (it contains a lone surrogate)"
+          )
+          yield* refused(
+            store.acquire(name, identity, long, "text" as unknown as Uint8Array),
+            "payload",
+            "must be a Uint8Array or null, got a string"
+          )
+          // None of the refused calls reached the record.
+          const after = yield* store.inspect(name)
+          expect(after).toMatchObject({ holder: identity, fence: lease.fence, payload: reversed })
+          expect(after.expiresAt.getTime()).toBe(renewed.expiresAt.getTime())
+        })
+      ))
+
     it.live(`operation-level model of the contract (${harness.name})`, () =>
       Effect.promise(() =>
         fc.assert(

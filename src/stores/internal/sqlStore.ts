@@ -19,9 +19,10 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import { InvalidConfig } from "../../ElectorError.js"
+import * as limits from "../../internal/limits.js"
 import { type Operation, Store, type StoreError, type StoreShape } from "../../Store.js"
 
 /** The options every SQL store constructor takes. */
@@ -40,11 +41,6 @@ export interface SqlStoreOptions {
   readonly ensureSchema?: boolean | undefined
 }
 
-/** A rejected option: which one, and why. Each store wraps it in its own error. */
-export interface Invalid {
-  readonly field: string
-  readonly reason: string
-}
 
 /** The operation timeout when none is given: the elector's default. */
 export const defaultOperationTimeout = Duration.seconds(3)
@@ -52,25 +48,15 @@ export const defaultOperationTimeout = Duration.seconds(3)
 /** The size of a pool the store owns when none is given. */
 export const defaultMaxConnections = 4
 
-/** Checks a duration option: it must decode, and be positive and finite. */
-export const positiveDuration = (field: string, input: Duration.DurationInput): Either.Either<Duration.Duration, Invalid> =>
-  Option.match(Duration.decodeUnknown(input), {
-    onNone: () => Either.left({ field, reason: "is not a duration" }),
-    onSome: (duration) =>
-      Duration.isFinite(duration) && Duration.greaterThan(duration, Duration.zero)
-        ? Either.right(duration)
-        : Either.left({ field, reason: `must be positive and finite, got ${Duration.format(duration)}` })
-  })
-
 /** The checked operation timeout of `options`. */
-export const operationTimeout = (options: SqlStoreOptions): Either.Either<Duration.Duration, Invalid> =>
-  positiveDuration("operationTimeout", options.operationTimeout ?? defaultOperationTimeout)
+export const operationTimeout = (options: SqlStoreOptions): Either.Either<Duration.Duration, InvalidConfig> =>
+  limits.duration("operationTimeout", options.operationTimeout ?? defaultOperationTimeout)
 
 /** The checked size of a pool the store owns. */
-export const maxConnections = (value: number = defaultMaxConnections): Either.Either<number, Invalid> =>
+export const maxConnections = (value: number = defaultMaxConnections): Either.Either<number, InvalidConfig> =>
   Number.isSafeInteger(value) && value >= 1
     ? Either.right(value)
-    : Either.left({ field: "maxConnections", reason: `must be a positive integer, got ${value}` })
+    : Either.left(new InvalidConfig({ field: "maxConnections", reason: `must be a positive integer, got ${value}` }))
 
 /**
  * A store call did not complete within the store's operation timeout; its

@@ -8,7 +8,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Predicate from "effect/Predicate"
 import { type Operation, StoreError } from "../../Store.js"
 import { OperationTimeout } from "../internal/sqlStore.js"
-import { ConfigError } from "./config.js"
+import { InvalidConfig } from "../../ElectorError.js"
 
 /**
  * The verdict on one error.
@@ -82,7 +82,7 @@ const reasonOf = (error: object, code: string | undefined): string =>
  *   database, ...) is fatal.
  * - Socket errors (ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ...) and the
  *   store's own {@link OperationTimeout} are retryable.
- * - A bad option or connection URL ({@link ConfigError}) is fatal.
+ * - A bad option or connection URL ({@link InvalidConfig}) is fatal.
  * - Any other error without a code comes from the transport ("Connection
  *   terminated unexpectedly", "timeout exceeded when trying to connect"):
  *   retryable, as the outcome of the call is unknown.
@@ -106,7 +106,7 @@ export const classify = (error: unknown): Classification => {
   if (error instanceof OperationTimeout) {
     return { retryable: true, reason: error.message }
   }
-  if (error instanceof ConfigError) {
+  if (error instanceof InvalidConfig) {
     return { retryable: false, reason: error.message }
   }
   if (!Predicate.isObject(error)) {

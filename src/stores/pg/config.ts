@@ -5,35 +5,12 @@
  *
  * @since 0.1.0
  */
-import * as Data from "effect/Data"
 import * as Either from "effect/Either"
-
-/**
- * An option given to the PostgreSQL store cannot be used.
- *
- * @since 0.1.0
- * @category errors
- * @example
- * ```ts
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * new PgStore.ConfigError({ field: "table", reason: "must not be empty" }).message
- * // 'invalid PgStore option "table": must not be empty'
- * ```
- */
-export class ConfigError extends Data.TaggedError("PgStoreConfigError")<{
-  readonly field: string
-  readonly reason: string
-}> {
-  override get message(): string {
-    return `invalid PgStore option "${this.field}": ${this.reason}`
-  }
-}
+import { InvalidConfig } from "../../ElectorError.js"
+import * as limits from "../../internal/limits.js"
 
 /** PostgreSQL's NAMEDATALEN - 1: longer names are silently truncated by the server. */
 const maxIdentifierBytes = 63
-
-const loneSurrogate = /\p{Cs}/u
 
 /**
  * Checks that `value` names exactly one PostgreSQL identifier once quoted:
@@ -51,18 +28,8 @@ const loneSurrogate = /\p{Cs}/u
  * Either.isLeft(PgStore.validateIdentifier("table", "")) // true
  * ```
  */
-export const validateIdentifier = (field: string, value: string): Either.Either<string, ConfigError> => {
-  const reason = value.length === 0
-    ? "must not be empty"
-    : value.includes("\u0000")
-    ? "must not contain a NUL character"
-    : loneSurrogate.test(value)
-    ? "must be well-formed Unicode (it contains a lone surrogate)"
-    : Buffer.byteLength(value, "utf8") > maxIdentifierBytes
-    ? `must be at most ${maxIdentifierBytes} bytes of UTF-8, got ${Buffer.byteLength(value, "utf8")}`
-    : undefined
-  return reason === undefined ? Either.right(value) : Either.left(new ConfigError({ field, reason }))
-}
+export const validateIdentifier = (field: string, value: string): Either.Either<string, InvalidConfig> =>
+  limits.text(field, value, maxIdentifierBytes)
 
 /**
  * Quotes an identifier for PostgreSQL: wrapped in double quotes, embedded
@@ -94,12 +61,12 @@ export const quoteIdentifier = (value: string): string => `"${value.replaceAll("
  * Either.isRight(PgStore.validateUrl("postgres://app@db:5432/app")) // true
  * ```
  */
-export const validateUrl = (url: string): Either.Either<string, ConfigError> => {
+export const validateUrl = (url: string): Either.Either<string, InvalidConfig> => {
   if (!URL.canParse(url)) {
-    return Either.left(new ConfigError({ field: "url", reason: "is not a URL" }))
+    return Either.left(new InvalidConfig({ field: "url", reason: "is not a URL" }))
   }
   const scheme = new URL(url).protocol
   return scheme === "postgres:" || scheme === "postgresql:"
     ? Either.right(url)
-    : Either.left(new ConfigError({ field: "url", reason: `scheme must be postgres: or postgresql:, got ${scheme}` }))
+    : Either.left(new InvalidConfig({ field: "url", reason: `scheme must be postgres: or postgresql:, got ${scheme}` }))
 }

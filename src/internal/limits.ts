@@ -1,0 +1,150 @@
+/**
+ * The documented limits of `Lease` (`maxNameBytes`, `maxIdentityBytes`,
+ * `maxPayloadBytes`, `minDuration`, `maxDuration`), checked in one place: by
+ * the elector's config, by the stores' options, and, through {@link enforce},
+ * at the boundary of every store, so that no store accepts what another one
+ * would refuse, truncate or corrupt.
+ *
+ * Each check takes `unknown`: plain JavaScript can pass anything.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import { InvalidConfig } from "../ElectorError.js"
+import * as Lease from "../Lease.js"
+import { type Operation, StoreError, type StoreShape } from "../Store.js"
+
+const loneSurrogate = /\p{Cs}/u
+
+/** What a value is, for a message, without ever throwing. */
+export const kind = (u: unknown): string =>
+  Predicate.isNullable(u)
+    ? String(u)
+    : Array.isArray(u)
+    ? "an array"
+    : `${/^[aeiou]/.test(typeof u) ? "an" : "a"} ${typeof u}`
+
+/** `1.5s`, or `0.5ms` below a millisecond. */
+export const formatDuration = (d: Duration.Duration): string => {
+  const millis = Duration.toMillis(d)
+  return millis === 0 || millis >= 1 ? `${Number((millis / 1000).toFixed(3))}s` : `${millis}ms`
+}
+
+const show = (input: unknown): string =>
+  Predicate.isString(input)
+    ? JSON.stringify(input)
+    : Predicate.isBigInt(input)
+    ? `${input}n`
+    : Duration.isDuration(input)
+    ? formatDuration(input)
+    : Array.isArray(input)
+    ? `[${input.map((u) => show(u)).join(", ")}]`
+    : Predicate.isNumber(input) || Predicate.isBoolean(input) || Predicate.isNullable(input)
+    ? String(input)
+    : kind(input)
+
+const refuse = (field: string, reason: string) => Either.left(new InvalidConfig({ field, reason }))
+
+/**
+ * A name or identity: a non-empty string of well-formed Unicode without NUL
+ * (PostgreSQL cannot store NUL in `text`; a lone surrogate would be sent as
+ * U+FFFD and name another election), at most `maxBytes` bytes of UTF-8.
+ */
+export const text = (field: string, value: unknown, maxBytes: number): Either.Either<string, InvalidConfig> => {
+  if (!Predicate.isString(value)) return refuse(field, `must be a string, got ${kind(value)}`)
+  if (value.length === 0) return refuse(field, "must not be empty")
+  if (value.includes("\u0000")) return refuse(field, "must not contain a NUL character")
+  if (loneSurrogate.test(value)) return refuse(field, "must be well-formed Unicode (it contains a lone surrogate)")
+  const bytes = Buffer.byteLength(value, "utf8")
+  return bytes > maxBytes
+    ? refuse(field, `must be at most ${maxBytes} bytes of UTF-8, got ${bytes}`)
+    : Either.right(value)
+}
+
+/** An election name, within {@link Lease.maxNameBytes}. */
+export const name = (value: unknown, field = "name"): Either.Either<string, InvalidConfig> =>
+  text(field, value, Lease.maxNameBytes)
+
+/** An identity, within {@link Lease.maxIdentityBytes}. */
+export const identity = (value: unknown, field = "identity"): Either.Either<string, InvalidConfig> =>
+  text(field, value, Lease.maxIdentityBytes)
+
+/** Bytes or null, within {@link Lease.maxPayloadBytes}. A string is refused, not encoded. */
+export const payload = (value: unknown, field = "payload"): Either.Either<Uint8Array | null, InvalidConfig> =>
+  value === null
+    ? Either.right(null)
+    : !Predicate.isUint8Array(value)
+    ? refuse(field, `must be a Uint8Array or null, got ${kind(value)}`)
+    : value.byteLength > Lease.maxPayloadBytes
+    ? refuse(field, `must be at most ${Lease.maxPayloadBytes} bytes, got ${value.byteLength}`)
+    : Either.right(value)
+
+const decode = (input: unknown): Option.Option<Duration.Duration> =>
+  (Predicate.isNumber(input) && !Number.isFinite(input)) ||
+    (Array.isArray(input) && !input.every((part) => Predicate.isNumber(part) && Number.isFinite(part)))
+    ? Option.none()
+    : Duration.decodeUnknown(input)
+
+/**
+ * A duration between `min` (default {@link Lease.minDuration}) and
+ * {@link Lease.maxDuration}: Effect's clock never fires a longer sleep.
+ */
+export const duration = (
+  field: string,
+  input: unknown,
+  min: Duration.Duration = Lease.minDuration
+): Either.Either<Duration.Duration, InvalidConfig> =>
+  Option.match(decode(input), {
+    onNone: () => refuse(field, `${show(input)} is not a duration`),
+    onSome: (d) =>
+      !Duration.isFinite(d)
+        ? refuse(field, "must be finite")
+        : Duration.lessThanOrEqualTo(d, Duration.zero)
+        ? refuse(field, `must be positive, got ${show(input)}`)
+        : Duration.lessThan(d, min)
+        ? refuse(field, `must be at least ${Duration.toMillis(min)}ms, got ${show(input)}`)
+        : Duration.greaterThan(d, Lease.maxDuration)
+        ? refuse(
+          field,
+          `must be at most ${Duration.toMillis(Lease.maxDuration)}ms (about 24.8 days, the longest timer Node.js can set), got ${
+            show(input)
+          }`
+        )
+        : Either.right(d)
+  })
+
+const first = (
+  checks: ReadonlyArray<Either.Either<unknown, InvalidConfig>>
+): Option.Option<InvalidConfig> => Option.firstSomeOf(checks.map(Either.getLeft))
+
+/**
+ * Holds a store to the documented limits: a call whose name, identity or
+ * payload is outside them fails with a fatal `StoreError` (its cause the
+ * {@link InvalidConfig}) before it reaches the store.
+ */
+export const enforce = <S extends StoreShape>(store: S): S => {
+  const guard = <A, E>(
+    operation: Operation,
+    checks: ReadonlyArray<Either.Either<unknown, InvalidConfig>>,
+    call: () => Effect.Effect<A, E>
+  ): Effect.Effect<A, E | StoreError> =>
+    Option.match(first(checks), {
+      onNone: call,
+      onSome: (invalid) =>
+        Effect.fail(
+          new StoreError({ operation, retryable: false, reason: `${invalid.field}: ${invalid.reason}`, cause: invalid })
+        )
+    })
+  return {
+    ...store,
+    acquire: (n, i, ttl, p) => guard("acquire", [name(n), identity(i), payload(p)], () => store.acquire(n, i, ttl, p)),
+    renew: (n, i, fence, ttl, p) =>
+      guard("renew", [name(n), identity(i), payload(p)], () => store.renew(n, i, fence, ttl, p)),
+    release: (n, i, fence) => guard("release", [name(n), identity(i)], () => store.release(n, i, fence)),
+    inspect: (n) => guard("inspect", [name(n)], () => store.inspect(n))
+  }
+}
