@@ -49,7 +49,7 @@
  *
  * @since 0.1.0
  */
-import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
+import type * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -63,9 +63,20 @@ import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as classifier from "./mysql/classify.js"
+import * as Driver from "./mysql/driver.js"
 import * as identifier from "./mysql/identifier.js"
 import * as Pool from "./mysql/pool.js"
 import * as Sql from "./mysql/statements.js"
+
+export {
+  /**
+   * Thrown by importing this module when its driver is not installed.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  MissingDriverError
+} from "../internal/driver.js"
 
 /**
  * The table used when none is configured.
@@ -374,7 +385,7 @@ const makeWith = (
 export const make = (
   options: MysqlStoreOptions = {}
 ): Effect.Effect<MysqlStore, ConfigError | StoreError, MysqlClient.MysqlClient | Scope.Scope> =>
-  Effect.flatMap(MysqlClient.MysqlClient, (client) =>
+  Effect.flatMap(Driver.MysqlClient.MysqlClient, (client) =>
     Effect.flatMap(fromClientConfig(client.config), (connection) => makeWith(connection, options)))
 
 /**

@@ -25,10 +25,11 @@ import { constVoid } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { Pool } from "pg"
+import type { Pool } from "pg"
 import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
 import { OperationTimeout, toStoreError } from "./pg/classify.js"
+import { Pg } from "./pg/driver.js"
 import { ConfigError, quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
 import { type Param, query, type Row } from "./pg/query.js"
 import { ddl, statements } from "./pg/sql.js"
@@ -77,6 +78,16 @@ export {
    */
   validateUrl
 } from "./pg/config.js"
+
+export {
+  /**
+   * Thrown by importing this module when its driver is not installed.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  MissingDriverError
+} from "../internal/driver.js"
 
 /**
  * The table the store uses unless told otherwise.
@@ -224,7 +235,7 @@ const lostCreateRace = (error: StoreError): boolean =>
  * import { Pool } from "pg"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
- * const pool = new Pool({ connectionString: "postgres://app@db:5432/app" })
+ * const pool = new Pg.Pool({ connectionString: "postgres://app@db:5432/app" })
  * const program = Effect.gen(function* () {
  *   const store = yield* PgStore.make(pool, { table: "elections" })
  *   yield* store.ensureSchema
@@ -303,7 +314,7 @@ export interface PgStoreLayerOptions extends PgStoreOptions {
  * import { Pool } from "pg"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
- * const pool = new Pool({ connectionString: "postgres://app@db:5432/app", max: 4 })
+ * const pool = new Pg.Pool({ connectionString: "postgres://app@db:5432/app", max: 4 })
  * const StoreLive = PgStore.layer({ pool, ensureSchema: true })
  * ```
  */
@@ -395,7 +406,7 @@ export const makeFromUrl = (
     }
     const pool = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        new Pool({
+        new Pg.Pool({
           connectionString,
           max,
           idleTimeoutMillis: Duration.toMillis(idle),

@@ -27,7 +27,8 @@
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
-import * as Mysql from "mysql2"
+import type * as Mysql from "mysql2"
+import * as Driver from "./driver.js"
 import type { Operation } from "../../Store.js"
 import { StoreError } from "../../Store.js"
 import { classify } from "./classify.js"
@@ -78,7 +79,7 @@ const query = (connection: Mysql.PoolConnection, operation: Operation): Query =>
 export const make = (options: Mysql.PoolOptions): Effect.Effect<Pool, never, Scope.Scope> =>
   Effect.map(
     Effect.acquireRelease(
-      Effect.sync(() => Mysql.createPool(options)),
+      Effect.sync(() => Driver.Mysql.createPool(options)),
       (pool) => Effect.async<void>((resume) => pool.end(() => resume(Effect.void)))
     ),
     (pool): Pool => ({
