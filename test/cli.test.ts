@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Console, Duration, Effect, Either, Fiber, type Scope } from "effect"
 import mysql from "mysql2/promise"
 import pg from "pg"
-import { formatMillis, main } from "../src/internal/cli.js"
+import { formatMillis, main } from "../packages/cli/src/cli.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
@@ -267,7 +267,7 @@ describe("formatMillis", () => {
 describe("the leaderelection bin", () => {
   const bin = (...args: Array<string>) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-      execFile("node_modules/.bin/tsx", ["src/bin/cli.ts", ...args], { timeout: 30_000 }, (error, stdout, stderr) =>
+      execFile("node_modules/.bin/tsx", ["packages/cli/src/bin.ts", ...args], { timeout: 30_000 }, (error, stdout, stderr) =>
         resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr })
       )
     )

@@ -17,10 +17,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import type { Lease } from "../Lease.js"
-import type { StoreError } from "../Store.js"
-import * as MysqlStore from "../stores/MysqlStore.js"
-import * as PgStore from "../stores/PgStore.js"
+import type { Lease } from "effect-leaderelection/Lease"
+import type { StoreError } from "effect-leaderelection/Store"
+import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+import * as PgStore from "effect-leaderelection/stores/PgStore"
 
 /** Something the command cannot do; `reason` is the one line it prints. */
 export class CliError extends Data.TaggedError("CliError")<{ readonly reason: string }> {
