@@ -162,5 +162,32 @@ grep -q "^internal: ERR_PACKAGE_PATH_NOT_EXPORTED$" <<<"$out" || fail "internal 
 grep -q "^MissingDriverError: MysqlStore needs the npm packages mysql2 @effect/sql-mysql2: npm install mysql2 @effect/sql-mysql2" \
   <<<"$out" || fail "a missing driver is not named"
 
+step "the CLI package, built against the packed library, run through npx"
+CLISRC="$WORK/cli-src"
+mkdir -p "$CLISRC"
+cp -r "$ROOT/packages/cli/src" "$ROOT/packages/cli/package.json" "$ROOT/packages/cli/README.md" "$ROOT/packages/cli/LICENSE" "$CLISRC/"
+# Standalone build config: the library comes from the tarball, not from ../../src.
+sed 's#"extends": "../../tsconfig.json"#"extends": "./tsconfig.base.json"#' "$ROOT/packages/cli/tsconfig.json" >"$CLISRC/tsconfig.json"
+node -e 'const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); delete c.compilerOptions.paths;
+  console.log(JSON.stringify({ compilerOptions: c.compilerOptions }))' "$ROOT/tsconfig.json" >"$CLISRC/tsconfig.base.json"
+# npm pack runs prepack, the build; the package's devDependencies bring the compiler.
+(cd "$CLISRC" && install "$TARBALL" && npm pack --silent --pack-destination "$WORK" >/dev/null) \
+  || fail "the CLI package does not build"
+CLITARBALL=$(ls "$WORK"/effect-leaderelection-cli-*.tgz 2>/dev/null || true)
+if [ -n "$CLITARBALL" ]; then
+  CLIUSER="$WORK/cli-user"
+  mkdir -p "$CLIUSER" && echo '{ "name": "cli-user", "version": "1.0.0", "private": true }' >"$CLIUSER/package.json"
+  (cd "$CLIUSER" && install "$TARBALL" "$CLITARBALL")
+  for url in "$DATABASE_URL" "$MYSQL_URL"; do
+    out=$(cd "$CLIUSER" && npx --no-install leaderelection status --json --url "$url" 2>&1) \
+      && node -e 'JSON.parse(process.argv[1]).elections.length >= 0' "$out" \
+      && echo "ok   npx leaderelection status --json --url ${url%%:*}://..." \
+      || { fail "npx leaderelection status on ${url%%:*}"; echo "$out"; }
+  done
+  rc=0
+  (cd "$CLIUSER" && set -o pipefail && npx --no-install leaderelection watch --url "$DATABASE_URL" --interval 1 | head -1 >/dev/null) || rc=$?
+  [ "$rc" = 0 ] && echo "ok   leaderelection watch | head -1 exits 0" || fail "leaderelection watch | head -1 exited $rc"
+fi
+
 echo
 if [ "$failures" = 0 ]; then echo "package check passed in ${SECONDS}s"; else echo "package check: $failures failure(s)"; exit 1; fi
