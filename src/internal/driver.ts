@@ -19,7 +19,7 @@ import * as Data from "effect/Data"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * const error = new PgStore.MissingDriverError({ store: "PgStore", packages: ["pg"], cause: null })
- * console.log(error.message) // PgStore needs the npm package pg: npm install pg (...)
+ * console.log(error.message) // PgStore needs the npm package pg: npm install pg (null)
  * ```
  */
 export class MissingDriverError extends Data.TaggedError("MissingDriverError")<{
