@@ -184,37 +184,47 @@ export const make = (
 
     // Ends the term at its deadline. It reads nothing but the clock and the
     // deadline the renewals leave behind, so no store call can delay it.
+    // Loops are plain `while` loops in one generator: a generator that
+    // re-enters itself (`return yield* self()`) keeps one frame per
+    // iteration alive, for as long as the term lasts.
     const watchdog = (stop: Deferred.Deferred<StepDown>, wake: Queue.Dequeue<void>): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const term = Option.getOrUndefined((yield* SubscriptionRef.get(state)).term)
-        const now = yield* nowNanos
-        if (term === undefined || now >= term.deadline) return yield* Deferred.succeed(stop, "expired")
-        yield* Effect.raceFirst(clock.sleep(Duration.nanos(term.deadline - now)), Queue.take(wake))
-        return yield* watchdog(stop, wake)
+        while (true) {
+          const term = Option.getOrUndefined((yield* SubscriptionRef.get(state)).term)
+          const now = yield* nowNanos
+          if (term === undefined || now >= term.deadline) return yield* Deferred.succeed(stop, "expired")
+          yield* Effect.raceFirst(clock.sleep(Duration.nanos(term.deadline - now)), Queue.take(wake))
+        }
       })
 
     const renewals = (
       fence: bigint,
-      nextAt: bigint,
+      firstAt: bigint,
       stop: Deferred.Deferred<StepDown>,
       wake: Queue.Enqueue<void>
     ): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const wait = nextAt - (yield* nowNanos)
-        if (wait > 0n) yield* clock.sleep(Duration.nanos(wait))
-        const sentAt = yield* nowNanos
-        const result = yield* Effect.either(call("renew", store.renew(name, identity, fence, leaseDuration, payload), fence))
-        if (Either.isLeft(result)) {
-          yield* failed(result.left)
-          if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
-          return yield* renewals(fence, (yield* nowNanos) + Duration.unsafeToNanos(config.retryDelay), stop, wake)
+        let nextAt = firstAt
+        while (true) {
+          const wait = nextAt - (yield* nowNanos)
+          if (wait > 0n) yield* clock.sleep(Duration.nanos(wait))
+          const sentAt = yield* nowNanos
+          const result = yield* Effect.either(
+            call("renew", store.renew(name, identity, fence, leaseDuration, payload), fence)
+          )
+          if (Either.isLeft(result)) {
+            yield* failed(result.left)
+            if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
+            nextAt = (yield* nowNanos) + Duration.unsafeToNanos(config.retryDelay)
+            continue
+          }
+          yield* instrumentation.renewed(Duration.nanos((yield* nowNanos) - sentAt))
+          const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
+          yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.map(s.term, (t) => ({ ...t, deadline })) }))
+          yield* Queue.offer(wake, undefined)
+          yield* observe(result.right)
+          nextAt = sentAt + Duration.unsafeToNanos(config.renewInterval)
         }
-        yield* instrumentation.renewed(Duration.nanos((yield* nowNanos) - sentAt))
-        const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
-        yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.map(s.term, (t) => ({ ...t, deadline })) }))
-        yield* Queue.offer(wake, undefined)
-        yield* observe(result.right)
-        return yield* renewals(fence, sentAt + Duration.unsafeToNanos(config.renewInterval), stop, wake)
       })
 
     const endTerm = (term: Term, exit: Exit.Exit<StepDown>) =>
