@@ -1,3 +1,4 @@
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -54,6 +55,15 @@ const initial: State = {
   lastError: Option.none()
 }
 
+/** A store effect that ended without one of its own errors: a defect, or an interruption. */
+const storeBroke = (operation: Operation, cause: Cause.Cause<never>): StoreError =>
+  Option.match(Cause.dieOption(cause), {
+    onSome: (defect) =>
+      new StoreError({ operation, retryable: false, reason: `store defect: ${String(defect)}`, cause: defect }),
+    onNone: () =>
+      new StoreError({ operation, retryable: false, reason: "the store call was interrupted", cause: Cause.squash(cause) })
+  })
+
 /** @internal */
 export const make = (
   input: ElectorConfig
@@ -89,39 +99,46 @@ export const make = (
       })
 
     // Every store call gives control back at operationTimeout, whatever the
-    // store does with the interruption: the call runs in a fiber of its own
-    // and is interrupted in the background rather than waited for, so a
-    // driver that takes its time to cancel cannot delay the elector. The race
-    // is settled through a Deferred rather than by interrupting the waiter,
-    // so it holds in uninterruptible regions too (the release at step-down).
+    // store does with the interruption: the attempt and its timer run as
+    // daemon fibers, never children of the caller (a fiber waits for its
+    // children when it exits, so a driver that takes its time to cancel would
+    // hold up the step-down that interrupts the caller). The caller waits on a
+    // Deferred and, on exit, interrupts both in the background. The race is
+    // settled through the Deferred rather than by interrupting the waiter, so
+    // it holds in uninterruptible regions too (the release at step-down).
+    // Whatever the store's effect ends with that is not one of its errors
+    // (a defect, an interruption) becomes a fatal StoreError.
     const call = <A, E>(
       operation: Operation,
       effect: Effect.Effect<A, E>,
       fence?: bigint
     ): Effect.Effect<A, E | StoreError> =>
-      Effect.gen(function*() {
-        const result = yield* Deferred.make<A, E | StoreError>()
-        const attempt = yield* Effect.catchAllDefect(effect, (defect) =>
-          Effect.fail(
-            new StoreError({ operation, retryable: false, reason: `store defect: ${String(defect)}`, cause: defect })
-          )).pipe(Effect.intoDeferred(result), Effect.interruptible, Effect.fork)
-        const timer = yield* clock.sleep(config.operationTimeout).pipe(
-          Effect.zipRight(Deferred.fail(
-            result,
-            new StoreError({
-              operation,
-              retryable: true,
-              reason: `no answer within ${formatDuration(config.operationTimeout)}`,
-              cause: undefined
-            })
-          )),
-          Effect.interruptible,
-          Effect.fork
-        )
-        return yield* Deferred.await(result).pipe(
-          Effect.ensuring(Effect.zipRight(Fiber.interruptFork(attempt), Fiber.interruptFork(timer)))
-        )
-      }).pipe(instrumentation.span(operation, fence))
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const result = yield* Deferred.make<A, E | StoreError>()
+          const attempt = yield* Effect.catchAllCause(effect, (cause) =>
+            Either.match(Cause.failureOrCause(cause), {
+              onLeft: (error): Effect.Effect<never, E | StoreError> => Effect.fail(error),
+              onRight: (other) => Effect.fail(storeBroke(operation, other))
+            })).pipe(Effect.intoDeferred(result), Effect.interruptible, Effect.forkDaemon)
+          const timer = yield* clock.sleep(config.operationTimeout).pipe(
+            Effect.zipRight(Deferred.fail(
+              result,
+              new StoreError({
+                operation,
+                retryable: true,
+                reason: `no answer within ${formatDuration(config.operationTimeout)}`,
+                cause: undefined
+              })
+            )),
+            Effect.interruptible,
+            Effect.forkDaemon
+          )
+          return yield* restore(Deferred.await(result)).pipe(
+            Effect.ensuring(Effect.zipRight(Fiber.interruptFork(attempt), Fiber.interruptFork(timer)))
+          )
+        })
+      ).pipe(instrumentation.span(operation, fence))
 
     const failed = (error: LastError) =>
       SubscriptionRef.update(state, (s) => ({ ...s, lastError: Option.some(error) })).pipe(
