@@ -40,6 +40,9 @@ import type { Store } from "./Store.js"
  * | `operationTimeout` | 3 seconds |
  * | `safetyMargin` | leaseDuration / 10, at least 1 second |
  * | `disableRelease` | false |
+ * | `onWorkFailure` | `"stepDown"` |
+ * | `workFailureBackoff` | leaseDuration |
+ * | `failFast` | false |
  *
  * @since 0.1.0
  * @category models
@@ -68,15 +71,50 @@ export interface ElectorConfig {
   /** Keep the lease on shutdown instead of releasing it. */
   readonly disableRelease?: boolean | undefined
   /**
+   * What a term does when its work fails or dies: the effect returned by
+   * `onStartedLeading`, or any effect forked with `Leadership.fork` (so the
+   * work of `whileLeader`). Interruption is not a failure.
+   *
+   * - `"stepDown"` (default): the failure is logged and counted, the term
+   *   ends (step-down reason `failed`), the lease is released so that a
+   *   healthy participant can take over, and this participant waits
+   *   `workFailureBackoff` before it claims again. A leader whose work has
+   *   died would otherwise hold the lease while doing nothing.
+   * - `"keepLeading"`: the failure is logged and counted; the term goes on.
+   */
+  readonly onWorkFailure?: "stepDown" | "keepLeading" | undefined
+  /** After a term ended because its work failed, how long to wait before claiming again. */
+  readonly workFailureBackoff?: Duration.DurationInput | undefined
+  /**
+   * When the first store call fails with a fatal `StoreError` (bad
+   * credentials, missing table, no privilege), fail `ready`, and with it the
+   * build of `Elector.layer`, instead of only reporting it and retrying.
+   */
+  readonly failFast?: boolean | undefined
+  /**
    * Runs for each term, as a fiber in the term's scope, interrupted the
-   * instant leadership becomes uncertain. Its failures are logged.
+   * instant leadership becomes uncertain. A failure or defect (a synchronous
+   * throw included) is logged and counted, and handled as `onWorkFailure`
+   * says.
    */
   readonly onStartedLeading?: ((fence: bigint) => Effect.Effect<unknown, unknown>) | undefined
-  /** Runs after each term, once its work and finalizers have finished. */
+  /**
+   * Advisory. Runs after each term, once its work has been interrupted, its
+   * finalizers have run and the lease has been released (or the release
+   * given up), on the advisory callback fiber (see `onNewLeader`).
+   */
   readonly onStoppedLeading?: Effect.Effect<unknown> | undefined
   /**
    * Runs when a new term is observed (a different holder, or a new fence),
    * possibly this participant's own. Advisory: never decide leadership on it.
+   *
+   * Advisory callbacks (`onNewLeader`, `onStoppedLeading`) run one at a time,
+   * in the order of the events, on a fiber of their own: never on the path
+   * that claims, renews or releases the lease, so a slow one delays nothing
+   * but the advisory callbacks after it. At most 64 wait; further ones are
+   * dropped and counted (`Metrics.callbacksDropped`). Their failures are
+   * logged and counted (`Metrics.callbackFailures`). At shutdown the waiting
+   * ones get at most `operationTimeout` to finish.
    */
   readonly onNewLeader?: ((identity: string, fence: bigint) => Effect.Effect<unknown>) | undefined
 }
@@ -99,6 +137,9 @@ export interface ResolvedConfig {
   /** max(renewInterval / 4, 50ms): the pause before retrying a failed renewal. */
   readonly retryDelay: Duration.Duration
   readonly disableRelease: boolean
+  readonly onWorkFailure: "stepDown" | "keepLeading"
+  readonly workFailureBackoff: Duration.Duration
+  readonly failFast: boolean
 }
 
 /**

@@ -19,7 +19,8 @@ describe("Elector config", () => {
       retryPeriod: millis(config.retryPeriod),
       operationTimeout: millis(config.operationTimeout),
       safetyMargin: millis(config.safetyMargin),
-      retryDelay: millis(config.retryDelay)
+      retryDelay: millis(config.retryDelay),
+      workFailureBackoff: millis(config.workFailureBackoff)
     }).toEqual({
       name: "jobs",
       identity: "a",
@@ -30,7 +31,10 @@ describe("Elector config", () => {
       operationTimeout: 3_000,
       safetyMargin: 1_500,
       retryDelay: 1_250,
-      disableRelease: false
+      disableRelease: false,
+      onWorkFailure: "stepDown",
+      workFailureBackoff: 15_000,
+      failFast: false
     })
   })
 

@@ -4,8 +4,10 @@
  * leadership up, fatal store errors are reported, and one identity runs once.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Exit, Option, Scope, TestClock } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Metric, Option, Scope, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
+import * as Lease from "../src/Lease.js"
+import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Faulty from "./support/FaultyStore.js"
@@ -24,6 +26,19 @@ const join = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
   })
 
 const seconds = (n: number) => TestClock.adjust(Duration.millis(n * 1000))
+
+let elections = 0
+/** A fresh election per test: metrics are process-wide, their tags keep the tests apart. */
+const election = () => `robust-${++elections}`
+
+const count = <In extends number | bigint>(metric: Metric.Metric.Counter<In>, tags: Record<string, string>) =>
+  Effect.map(
+    Metric.value(Object.entries(tags).reduce((m, [key, value]) => Metric.tagged(m, key, value), metric)),
+    (state) => state.count
+  )
+
+const callbackFailures = (name: string, callback: Metrics.Callback, outcome: string) =>
+  count(Metrics.callbackFailures, { election: name, identity: "a", callback, outcome })
 
 /** Work that records the local instant it is interrupted at. */
 const interruptedAt = (at: Deferred.Deferred<number>) => () =>
@@ -65,4 +80,144 @@ describe("Elector robustness", () => {
       expect(error.message).toBe("inspect failed (fatal): the store call was interrupted")
       expect(yield* Effect.flip(db.inspect("jobs"))).toBeInstanceOf(Store.NoLease)
     }))
+
+  it.scoped("defects in onNewLeader, onStoppedLeading and a term finalizer are contained: run goes on, the release happens", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const db = yield* world
+      const store = Faulty.make(db)
+      const { elector, run } = yield* join(store, {
+        name,
+        identity: "a",
+        onNewLeader: () => Effect.die("onNewLeader broke"),
+        onStoppedLeading: Effect.die("onStoppedLeading broke")
+      })
+      expect(yield* elector.fence).toEqual(Option.some(1n))
+      const term = yield* elector.leadership
+      yield* Scope.addFinalizer(term.scope, Effect.die("finalizer broke"))
+      store.set(Faulty.hang, "renew")
+      yield* seconds(13.5)
+      // Stepped down, finalized, released, and leading again under a fresh fence.
+      expect(store.calls.release).toBe(1)
+      expect(yield* elector.fence).toEqual(Option.some(2n))
+      expect(run.unsafePoll()).toBeNull()
+      expect(yield* callbackFailures(name, "onNewLeader", "defect")).toBe(2)
+      expect(yield* callbackFailures(name, "finalizer", "defect")).toBe(1)
+      expect(yield* callbackFailures(name, "onStoppedLeading", "defect")).toBe(1)
+    }))
+
+  it.scoped("onStartedLeading throwing while it builds its effect is failed work: the term ends and is released", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const db = yield* world
+      const { elector, run } = yield* join(db, {
+        name,
+        identity: "a",
+        onStartedLeading: () => {
+          throw new Error("no effect for you")
+        }
+      })
+      expect(yield* elector.isLeader).toBe(false)
+      expect(Lease.isExpired(yield* db.inspect(name))).toBe(true)
+      expect(run.unsafePoll()).toBeNull()
+      expect(yield* callbackFailures(name, "onStartedLeading", "defect")).toBe(1)
+    }))
+
+  it.scoped("a 14s onNewLeader does not delay the term it reports", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<bigint>()
+      const { elector } = yield* join(yield* world, {
+        name: election(),
+        identity: "a",
+        onNewLeader: () => Effect.sleep("14 seconds"),
+        onStartedLeading: (fence) => Deferred.succeed(started, fence)
+      })
+      expect(yield* elector.fence).toEqual(Option.some(1n))
+      expect(yield* Deferred.isDone(started)).toBe(true)
+    }))
+
+  it.scoped("a slow onStoppedLeading delays neither the release nor, beyond operationTimeout, the shutdown", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const db = yield* world
+      const done = yield* Deferred.make<void>()
+      const { elector, run, scope } = yield* join(db, {
+        name,
+        identity: "a",
+        onStoppedLeading: Effect.zipRight(Effect.sleep("10 seconds"), Deferred.succeed(done, undefined))
+      })
+      expect(yield* elector.isLeader).toBe(true)
+      yield* Fiber.interrupt(run)
+      expect(Lease.isExpired(yield* db.inspect(name))).toBe(true)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* seconds(2.99)
+      expect(closing.unsafePoll()).toBeNull()
+      yield* seconds(0.01)
+      expect(closing.unsafePoll()).toEqual(Exit.void)
+      expect(yield* Deferred.isDone(done)).toBe(false)
+    }))
+
+  it.scoped("advisory callbacks beyond 64 waiting are dropped and counted", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const db = yield* world
+      const seen: Array<bigint> = []
+      // Intruders hold the lease; each poll of "a" sees a new one.
+      let lease = yield* db.acquire(name, "x", Duration.minutes(10), null)
+      yield* join(db, {
+        name,
+        identity: "a",
+        // The first never returns: every later one waits behind it.
+        onNewLeader: (_, fence) => Effect.zipRight(Effect.sync(() => seen.push(fence)), Effect.never)
+      })
+      for (let i = 0; i < 70; i++) {
+        yield* db.release(name, lease.holder, lease.fence)
+        lease = yield* db.acquire(name, "x", Duration.minutes(10), null)
+        yield* seconds(3)
+      }
+      expect(seen).toEqual([1n])
+      expect(yield* count(Metrics.callbacksDropped, { election: name, identity: "a" })).toBeGreaterThan(0)
+    }))
+
+  it.scoped("failed work ends the term: released, a healthy participant takes over, and it waits before claiming again", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const db = yield* world
+      const { elector: a } = yield* join(db, {
+        name,
+        identity: "a",
+        onStartedLeading: (fence) => fence === 1n ? Effect.fail("work failed") : Effect.never
+      })
+      expect(yield* a.isLeader).toBe(false)
+      expect(Lease.isExpired(yield* db.inspect(name))).toBe(true)
+      expect(yield* count(Metrics.stepDowns, { election: name, identity: "a", reason: "failed" })).toBe(1)
+      expect(yield* callbackFailures(name, "onStartedLeading", "failure")).toBe(1)
+      const b = yield* join(db, { name, identity: "b" })
+      expect(yield* b.elector.fence).toEqual(Option.some(2n))
+      // b leaves: a backs off for workFailureBackoff (leaseDuration) after its failure.
+      yield* Scope.close(b.scope, Exit.void)
+      yield* seconds(11.9)
+      expect(Lease.isExpired(yield* db.inspect(name))).toBe(true)
+      yield* seconds(3.1)
+      expect(yield* a.fence).toEqual(Option.some(3n))
+    }))
+
+  it.scoped("with onWorkFailure keepLeading, failed work is reported and the term goes on; whileLeader fails", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const { elector } = yield* join(yield* world, { name, identity: "a", onWorkFailure: "keepLeading" })
+      const defect = yield* Elector.whileLeader(Effect.die("work broke")).pipe(
+        Effect.provideService(Elector.Elector, elector),
+        Effect.exit
+      )
+      expect(Exit.isFailure(defect)).toBe(true)
+      yield* seconds(30)
+      expect(yield* elector.fence).toEqual(Option.some(1n))
+      expect(yield* callbackFailures(name, "work", "defect")).toBe(1)
+    }))
+
+  it("onWorkFailure is validated", () => {
+    const refused = Effect.runSync(Effect.flip(Elector.validate({ name: "jobs", onWorkFailure: "retry" as "stepDown" })))
+    expect(refused.message).toBe(`invalid elector config: onWorkFailure: must be "stepDown" or "keepLeading", got "retry"`)
+  })
 })

@@ -90,6 +90,14 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, Co
         }) but only leaseDuration-safetyMargin (${formatDuration(available)}) is available`
       })
     }
+    const onWorkFailure = config.onWorkFailure ?? "stepDown"
+    if (onWorkFailure !== "stepDown" && onWorkFailure !== "keepLeading") {
+      return yield* new ConfigError({
+        field: "onWorkFailure",
+        reason: `must be "stepDown" or "keepLeading", got ${JSON.stringify(String(onWorkFailure))}`
+      })
+    }
+    const workFailureBackoff = yield* duration("workFailureBackoff", config.workFailureBackoff, leaseDuration)
     const identity = config.identity ?? (yield* generateIdentity)
     return {
       name: config.name,
@@ -101,6 +109,9 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, Co
       operationTimeout,
       safetyMargin,
       retryDelay: retry,
-      disableRelease: config.disableRelease ?? false
+      disableRelease: config.disableRelease ?? false,
+      onWorkFailure,
+      workFailureBackoff,
+      failFast: config.failFast ?? false
     }
   })

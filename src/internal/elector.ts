@@ -15,6 +15,7 @@ import type { ElectorConfig, ElectorShape, Status } from "../Elector.js"
 import { AlreadyRunning, type ConfigError, type IdentityError, type LastError, LeaseExpiredLocally } from "../ElectorError.js"
 import * as Lease from "../Lease.js"
 import type { LeadershipShape } from "../Leadership.js"
+import type * as Metrics from "../Metrics.js"
 import { type Operation, Store, StoreError } from "../Store.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Instrumentation from "./instrumentation.js"
@@ -29,6 +30,8 @@ interface Term {
   readonly scope: Scope.CloseableScope
   /** The term's work; closed first, so work has stopped when finalizers run. */
   readonly work: Scope.CloseableScope
+  /** Completed with the reason the term must end, by whichever notices first. */
+  readonly stop: Deferred.Deferred<StepDown>
 }
 
 interface Observed {
@@ -46,7 +49,10 @@ interface State {
 }
 
 /** Why a term ended, other than shutdown. */
-type StepDown = "expired" | "lost"
+type StepDown = "expired" | "lost" | "failed"
+
+/** How many advisory callbacks may wait for the ones ahead of them. */
+const adviceLimit = 64
 
 const initial: State = {
   term: Option.none(),
@@ -64,6 +70,13 @@ const storeBroke = (operation: Operation, cause: Cause.Cause<never>): StoreError
       new StoreError({ operation, retryable: false, reason: "the store call was interrupted", cause: Cause.squash(cause) })
   })
 
+const outcome = (cause: Cause.Cause<unknown>): "failure" | "defect" | "interrupt" =>
+  Option.isSome(Cause.failureOption(cause))
+    ? "failure"
+    : Option.isSome(Cause.dieOption(cause))
+    ? "defect"
+    : "interrupt"
+
 /** @internal */
 export const make = (
   input: ElectorConfig
@@ -76,6 +89,52 @@ export const make = (
     const state = yield* SubscriptionRef.make(initial)
     const nowNanos = clock.currentTimeNanos
     const instrumentation = yield* Instrumentation.make(name, identity)
+    const annotate = Effect.annotateLogs({ election: name, identity })
+
+    // User code is untrusted: whatever it does (fail, die, throw while
+    // building its effect, interrupt itself) is logged with its cause and
+    // counted, and the elector carries on.
+    const reported = (callback: Metrics.Callback, cause: Cause.Cause<unknown>) =>
+      Effect.zipRight(
+        Effect.logError(`${callback} failed`, cause),
+        instrumentation.callbackFailed(callback, outcome(cause))
+      )
+    const contain = (callback: Metrics.Callback, f: () => Effect.Effect<unknown, unknown>): Effect.Effect<void> =>
+      Effect.suspend(f).pipe(Effect.catchAllCause((cause) => reported(callback, cause)), Effect.asVoid)
+
+    // Advisory callbacks run in order on a fiber of their own, never on the
+    // path that claims, renews or releases the lease. The queue is unbounded
+    // so that shutdown's marker always fits; `advise` bounds it.
+    const advisory = yield* Queue.unbounded<Effect.Effect<void>>()
+    const adviser = yield* Effect.forever(Effect.flatten(Queue.take(advisory))).pipe(
+      annotate,
+      Effect.withClock(clock),
+      Effect.forkDaemon
+    )
+    const advise = (callback: Metrics.Callback, f: () => Effect.Effect<unknown>) =>
+      Effect.flatMap(Queue.size(advisory), (waiting) =>
+        waiting >= adviceLimit
+          ? Effect.zipRight(
+            Effect.logWarning(`${callback} dropped: ${adviceLimit} advisory callbacks are already waiting`),
+            instrumentation.callbackDropped
+          )
+          : Queue.offer(advisory, contain(callback, f)))
+    // At shutdown, after `run` has stopped (finalizers run in reverse order):
+    // the callbacks already queued get at most operationTimeout.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        const drained = yield* Deferred.make<void>()
+        yield* Queue.offer(advisory, Deferred.succeed(drained, undefined))
+        const timer = yield* clock.sleep(config.operationTimeout).pipe(
+          Effect.zipRight(Deferred.succeed(drained, undefined)),
+          Effect.interruptible,
+          Effect.forkDaemon
+        )
+        yield* Deferred.await(drained)
+        yield* Fiber.interruptFork(timer)
+        yield* Fiber.interruptFork(adviser)
+      })
+    )
 
     const live = (s: State, now: bigint): Option.Option<Term> => Option.filter(s.term, (term) => now < term.deadline)
     const current = Effect.zipWith(SubscriptionRef.get(state), nowNanos, live)
@@ -162,7 +221,8 @@ export const make = (
         const { fence, holder } = seen.value
         if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return
         yield* Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
-        if (input.onNewLeader !== undefined) yield* input.onNewLeader(holder, fence)
+        const onNewLeader = input.onNewLeader
+        if (onNewLeader !== undefined) yield* advise("onNewLeader", () => onNewLeader(holder, fence))
       })
 
     const pause = Effect.flatMap(Random.next, (u) => clock.sleep(jittered(config.retryPeriod, u)))
@@ -180,21 +240,42 @@ export const make = (
       Effect.gen(function*() {
         const scope = yield* Scope.make()
         const work = yield* Scope.make()
+        const stop = yield* Deferred.make<StepDown>()
+        // Work that fails or dies ends the term (unless told to keep
+        // leading): a leader whose work is dead would otherwise hold the
+        // lease while doing nothing. Interruption is how a term ends, not a
+        // failure.
+        const fork = <A, E, R>(callback: Metrics.Callback, effect: Effect.Effect<A, E, R>) =>
+          Effect.forkIn(
+            Effect.interruptible(effect).pipe(
+              Effect.onExit((exit) =>
+                Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)
+                  ? Effect.void
+                  : Effect.zipRight(
+                    reported(callback, exit.cause),
+                    config.onWorkFailure === "stepDown" ? Deferred.succeed(stop, "failed") : Effect.void
+                  )
+              )
+            ),
+            work
+          )
         const leadership: LeadershipShape = {
           name,
           identity,
           fence,
           scope,
           isLeader: Effect.map(current, Option.exists((term) => term.fence === fence)),
-          fork: (effect) => Effect.forkIn(Effect.interruptible(effect), work)
+          fork: (effect) => fork("work", effect)
         }
-        const term: Term = { fence, deadline, leadership, scope, work }
+        const term: Term = { fence, deadline, leadership, scope, work, stop }
         ledUnder = fence
         yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.some(term) }))
         yield* instrumentation.termStarted
         yield* Effect.logInfo(`started leading under fence ${fence}`)
-        if (input.onStartedLeading !== undefined) {
-          yield* leadership.fork(input.onStartedLeading(fence).pipe(Effect.catchAllCause(Effect.logError)))
+        const onStartedLeading = input.onStartedLeading
+        if (onStartedLeading !== undefined) {
+          // Built inside the fiber, so that a synchronous throw is the work's defect.
+          yield* fork("onStartedLeading", Effect.suspend(() => onStartedLeading(fence)))
         }
         return term
       })
@@ -253,18 +334,19 @@ export const make = (
         if (reason === "expired") yield* failed(new LeaseExpiredLocally({ name, fence: term.fence }))
         yield* Effect.logInfo(`stopped leading under fence ${term.fence} (${reason})`)
         yield* Scope.close(term.work, Exit.void)
-        yield* Scope.close(term.scope, Exit.void)
-        if (input.onStoppedLeading !== undefined) yield* input.onStoppedLeading
-        if (reason === "lost" || (reason === "shutdown" && config.disableRelease)) return
-        yield* releaseLease(term.fence)
+        // A finalizer that fails has still run, as have the others: the
+        // release goes ahead.
+        yield* contain("finalizer", () => Scope.close(term.scope, Exit.void))
+        if (reason !== "lost" && !(reason === "shutdown" && config.disableRelease)) yield* releaseLease(term.fence)
+        const onStoppedLeading = input.onStoppedLeading
+        if (onStoppedLeading !== undefined) yield* advise("onStoppedLeading", () => onStoppedLeading)
       })
 
     const lead = (fence: bigint, sentAt: bigint, deadline: bigint) =>
       Effect.acquireUseRelease(
         startTerm(fence, deadline),
-        () =>
+        ({ stop }) =>
           Effect.gen(function*() {
-            const stop = yield* Deferred.make<StepDown>()
             const wake = yield* Queue.sliding<void>(1)
             // Children of this fiber rather than daemons, so TestClock sees them.
             const guard = yield* Effect.fork(watchdog(stop, wake))
@@ -299,7 +381,9 @@ export const make = (
       const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
       // Won, but with too little time left to prove it: the next poll gives it up.
       if (deadline <= (yield* nowNanos)) return yield* pause
-      yield* lead(lease.fence, sentAt, deadline)
+      const reason = yield* lead(lease.fence, sentAt, deadline)
+      // The term's work failed: let a healthy participant take over.
+      if (reason === "failed") yield* clock.sleep(config.workFailureBackoff)
     })
 
     const poll = Effect.gen(function*() {
@@ -329,11 +413,16 @@ export const make = (
       if (runner !== undefined) return new AlreadyRunning({ name, identity })
       runner = fiber
       return Effect.forever(poll).pipe(
+        // Nothing the store or user code does ends the loop; should anything
+        // else, say so loudly rather than linger as a silent non-participant.
+        Effect.tapErrorCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logFatal("the elector stopped", cause)
+        ),
         Effect.ensuring(Effect.sync(() => {
           runner = undefined
         })),
         Effect.withClock(clock),
-        Effect.annotateLogs({ election: name, identity })
+        annotate
       )
     })
 

@@ -10,6 +10,8 @@ export interface Instrumentation {
   readonly termEnded: (reason: Metrics.StepDownReason) => Effect.Effect<void>
   readonly renewed: (latency: Duration.Duration) => Effect.Effect<void>
   readonly storeFailed: (error: StoreError) => Effect.Effect<void>
+  readonly callbackFailed: (callback: Metrics.Callback, outcome: "failure" | "defect" | "interrupt") => Effect.Effect<void>
+  readonly callbackDropped: Effect.Effect<void>
   /** Runs a store call in a span named for its operation. */
   readonly span: (operation: Operation, fence: bigint | undefined) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
@@ -33,6 +35,9 @@ export const make = (election: string, identity: string): Effect.Effect<Instrume
           error.retryable ? "retryable" : "fatal"
         )
       ),
+    callbackFailed: (callback, outcome) =>
+      Metric.increment(Metric.tagged(Metric.tagged(tag(Metrics.callbackFailures), "callback", callback), "outcome", outcome)),
+    callbackDropped: Metric.increment(tag(Metrics.callbacksDropped)),
     span: (operation, fence) =>
       Effect.withSpan(`leaderelection.${operation}`, {
         attributes: fence === undefined ? { election, identity } : { election, identity, fence: fence.toString() }
