@@ -26,7 +26,7 @@ import type { AlreadyRunning, ConfigError, IdentityError, LastError } from "./El
 import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
 import { Leadership, type LeadershipShape } from "./Leadership.js"
-import type { Store } from "./Store.js"
+import type { Store, StoreError } from "./Store.js"
 
 /**
  * What a participant asks for. Every field but `name` has a default.
@@ -162,7 +162,11 @@ export interface Status {
   readonly observedAt: Option.Option<Date>
   /** Local instant by which this participant stops leading unless it renews. */
   readonly validUntil: Option.Option<Date>
-  /** The latest failure, cleared by the next success. */
+  /**
+   * The latest failure, cleared by the next success of the same store
+   * operation (a lost or locally expired lease: by the next lease held), so
+   * it stays set for as long as that operation keeps failing.
+   */
   readonly lastError: Option.Option<LastError>
 }
 
@@ -186,6 +190,13 @@ export interface ElectorShape {
    * released (unless `disableRelease`).
    */
   readonly run: Effect.Effect<never, AlreadyRunning>
+  /**
+   * Completes once `run`'s first store call has answered (a success or an
+   * error, a timeout included). With `failFast`, fails with that answer when
+   * it is a fatal `StoreError`. Should `run` ever stop on anything but
+   * interruption (it is built never to), fails with that cause.
+   */
+  readonly ready: Effect.Effect<void, StoreError>
   /** Waits for a term (the current one, if leading) and returns it. */
   readonly leadership: Effect.Effect<LeadershipShape>
 }
@@ -272,7 +283,9 @@ export const make: (
 
 /**
  * An elector that takes part in the election for as long as the layer lives,
- * and relinquishes leadership when it is torn down.
+ * and relinquishes leadership when it is torn down. With `failFast`, the
+ * layer is built once the first store call has answered, and its build fails
+ * when that answer is a fatal `StoreError`.
  *
  * @since 0.1.0
  * @category layers
@@ -288,10 +301,16 @@ export const make: (
  * Elector.whileLeader(reconcile).pipe(Effect.provide(ElectorLive), Effect.runFork)
  * ```
  */
-export const layer = (config: ElectorConfig): Layer.Layer<Elector, ConfigError | IdentityError, Store> =>
+export const layer = (
+  config: ElectorConfig
+): Layer.Layer<Elector, ConfigError | IdentityError | StoreError, Store> =>
   Layer.scoped(
     Elector,
-    Effect.tap(make(config), (elector) => Effect.forkScoped(elector.run))
+    Effect.tap(make(config), (elector) =>
+      Effect.zipRight(
+        Effect.forkScoped(elector.run),
+        elector.config.failFast ? elector.ready : Effect.void
+      ))
   )
 
 /**

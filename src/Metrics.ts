@@ -173,3 +173,22 @@ export const callbacksDropped = Metric.counter("leaderelection_callbacks_dropped
   description: "Advisory callbacks dropped because their queue was full",
   incremental: true
 })
+
+/**
+ * 1 while a store operation of this participant fails with fatal errors (it
+ * needs an operator: bad credentials, missing table, no privilege), until a
+ * call of that operation succeeds; 0 otherwise. Alert on it.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const failing = Metric.value(Metrics.storeFatal.pipe(Metric.tagged("election", "jobs"), Metric.tagged("identity", "a")))
+ * ```
+ */
+export const storeFatal = Metric.gauge("leaderelection_store_fatal", {
+  description: "1 while store calls of this participant fail with fatal errors, 0 otherwise"
+})

@@ -4,7 +4,23 @@
  * leadership up, fatal store errors are reported, and one identity runs once.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Exit, Fiber, Metric, Option, Scope, TestClock } from "effect"
+import {
+  Clock,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Logger,
+  FiberRef,
+  HashSet,
+  LogLevel,
+  Metric,
+  Option,
+  Scope,
+  TestClock
+} from "effect"
 import * as Elector from "../src/Elector.js"
 import * as Lease from "../src/Lease.js"
 import * as Metrics from "../src/Metrics.js"
@@ -36,6 +52,21 @@ const count = <In extends number | bigint>(metric: Metric.Metric.Counter<In>, ta
     Metric.value(Object.entries(tags).reduce((m, [key, value]) => Metric.tagged(m, key, value), metric)),
     (state) => state.count
   )
+
+/** Every log line at WARN or above, as "LEVEL message". */
+const captureLogs = Effect.gen(function*() {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ logLevel, message }) => {
+    if (LogLevel.greaterThanEqual(logLevel, LogLevel.Warning)) {
+      lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)
+    }
+  })
+  yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
+  return lines
+})
+
+const fatalError = (operation: Store.Operation) =>
+  new Store.StoreError({ operation, retryable: false, reason: "permission denied for table leases", cause: undefined })
 
 const callbackFailures = (name: string, callback: Metrics.Callback, outcome: string) =>
   count(Metrics.callbackFailures, { election: name, identity: "a", callback, outcome })
@@ -220,4 +251,85 @@ describe("Elector robustness", () => {
     const refused = Effect.runSync(Effect.flip(Elector.validate({ name: "jobs", onWorkFailure: "retry" as "stepDown" })))
     expect(refused.message).toBe(`invalid elector config: onWorkFailure: must be "stepDown" or "keepLeading", got "retry"`)
   })
+
+  it.scoped("lastError stays set for as long as an operation fails, even while the others succeed", () =>
+    Effect.gen(function*() {
+      const db = yield* world
+      // The read works, the claim is refused after a round trip.
+      const store: Store.StoreShape = {
+        ...db,
+        acquire: () => Effect.zipRight(Effect.sleep("1 second"), Effect.fail(fatalError("acquire")))
+      }
+      const { elector } = yield* join(store, { name: election(), identity: "a" })
+      yield* seconds(1)
+      for (let i = 0; i < 120; i++) {
+        yield* seconds(0.25)
+        const error = (yield* elector.status).lastError
+        expect(Option.map(error, (e) => e.message)).toEqual(
+          Option.some("acquire failed (fatal): permission denied for table leases")
+        )
+      }
+    }))
+
+  it.scoped("a fatal error is logged at ERROR once, then at most once a minute, and its end once; a gauge follows it", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const logs = yield* captureLogs
+      const store = Faulty.make(yield* world)
+      store.set(Faulty.fatal)
+      const gauge = Effect.map(Metric.value(Metric.tagged(Metric.tagged(Metrics.storeFatal, "election", name), "identity", "a")), (g) => g.value)
+      yield* join(store, { name, identity: "a" })
+      yield* seconds(150)
+      expect(store.calls.inspect).toBeGreaterThan(50)
+      expect(yield* gauge).toBe(1)
+      expect(logs.filter((line) => line.includes("(fatal)")).map((line) => line.split(":")[0])).toEqual([
+        "ERROR inspect failed (fatal)",
+        "ERROR inspect failed (fatal)",
+        "ERROR inspect failed (fatal)"
+      ])
+      store.set(Faulty.pass)
+      yield* seconds(3)
+      expect(yield* gauge).toBe(0)
+      expect(logs.filter((line) => line.includes("succeed again"))).toEqual([
+        "ERROR store calls succeed again (inspect): no longer failing fatally"
+      ])
+    }))
+
+  it.scoped("failFast fails the layer's build on a fatal first answer; without it, the layer builds and keeps trying", () =>
+    Effect.gen(function*() {
+      const store = Faulty.make(yield* world)
+      store.set(Faulty.fatal)
+      const build = (failFast: boolean) =>
+        Layer.build(Elector.layer({ name: election(), identity: "a", failFast })).pipe(
+          Effect.provideService(Store.Store, store)
+        )
+      const refused = yield* Effect.flip(build(true))
+      expect(refused.message).toBe("inspect failed (fatal): injected")
+      const context = yield* build(false)
+      yield* seconds(1)
+      yield* Effect.flatMap(Elector.Elector, (elector) => elector.ready).pipe(Effect.provide(context))
+    }))
+
+  it.scoped("should run ever stop on a defect of its own, it says so at FATAL", () =>
+    Effect.gen(function*() {
+      const logs = yield* captureLogs
+      const db = yield* world
+      yield* db.acquire("jobs", "x", Duration.minutes(1), null)
+      // A clock that breaks: the follower's pause dies.
+      const broken: Clock.Clock = {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        unsafeCurrentTimeMillis: () => 0,
+        unsafeCurrentTimeNanos: () => 0n,
+        currentTimeMillis: Effect.succeed(0),
+        currentTimeNanos: Effect.succeed(0n),
+        sleep: () => Effect.die("the clock broke")
+      }
+      const elector = yield* Elector.make({ name: "jobs", identity: "a" }).pipe(
+        Effect.provideService(Store.Store, db),
+        Effect.withClock(broken)
+      )
+      const exit = yield* Effect.exit(elector.run)
+      expect(Exit.isFailure(exit) && !Exit.isInterrupted(exit)).toBe(true)
+      expect(logs).toContain("FATAL the elector stopped")
+    }))
 })

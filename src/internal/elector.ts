@@ -6,6 +6,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
 import * as Scope from "effect/Scope"
@@ -16,7 +17,8 @@ import { AlreadyRunning, type ConfigError, type IdentityError, type LastError, L
 import * as Lease from "../Lease.js"
 import type { LeadershipShape } from "../Leadership.js"
 import type * as Metrics from "../Metrics.js"
-import { type Operation, Store, StoreError } from "../Store.js"
+import * as Store from "../Store.js"
+import { type Operation, StoreError } from "../Store.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Instrumentation from "./instrumentation.js"
 import { jittered, localDeadline } from "./timing.js"
@@ -80,11 +82,11 @@ const outcome = (cause: Cause.Cause<unknown>): "failure" | "defect" | "interrupt
 /** @internal */
 export const make = (
   input: ElectorConfig
-): Effect.Effect<ElectorShape, ConfigError | IdentityError, Store | Scope.Scope> =>
+): Effect.Effect<ElectorShape, ConfigError | IdentityError, Store.Store | Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* resolve(input)
     const { identity, leaseDuration, name, payload, safetyMargin } = config
-    const store = yield* Store
+    const store = yield* Store.Store
     const clock = yield* Effect.clock
     const state = yield* SubscriptionRef.make(initial)
     const nowNanos = clock.currentTimeNanos
@@ -194,16 +196,81 @@ export const make = (
             Effect.forkDaemon
           )
           return yield* restore(Deferred.await(result)).pipe(
-            Effect.ensuring(Effect.zipRight(Fiber.interruptFork(attempt), Fiber.interruptFork(timer)))
+            Effect.ensuring(Effect.zipRight(Fiber.interruptFork(attempt), Fiber.interruptFork(timer))),
+            Effect.tapBoth({
+              onSuccess: () => answered(operation),
+              // "No record" is an answer too; the other errors are the caller's to report.
+              onFailure: (error) => Predicate.isTagged(error, "NoLease") ? answered(operation) : Effect.void
+            })
           )
         })
       ).pipe(instrumentation.span(operation, fence))
 
+    // Completed by the first answer of the store: failed with a fatal error
+    // under failFast, succeeded otherwise.
+    const ready = yield* Deferred.make<void, StoreError>()
+
+    // Operations currently failing with fatal errors, and when that was last logged.
+    const fatal = new Set<Operation>()
+    let fatalLoggedAt = 0n
+    let fatalUnlogged = 0
+    const repeatFatalAfter = Duration.unsafeToNanos(Duration.minutes(1))
+
+    // A fatal error (bad credentials, missing table, no privilege) needs an
+    // operator, and retrying will not fix it: log it at ERROR, but once, then
+    // at most once a minute, not once per poll. Its end is logged at ERROR
+    // too, so that an error-only log pipeline shows the incident closed.
+    const fatalFailed = (error: StoreError) =>
+      Effect.gen(function*() {
+        const now = yield* nowNanos
+        const first = fatal.size === 0
+        fatal.add(error.operation)
+        yield* instrumentation.storeFatal(true)
+        if (first) {
+          fatalLoggedAt = now
+          fatalUnlogged = 0
+          return yield* Effect.logError(
+            `${error.message}; the store needs an operator (retrying; repeats logged at most once a minute)`
+          )
+        }
+        if (now - fatalLoggedAt < repeatFatalAfter) {
+          fatalUnlogged++
+          return
+        }
+        yield* Effect.logError(`${error.message} (still failing; ${fatalUnlogged} more since last logged)`)
+        fatalLoggedAt = now
+        fatalUnlogged = 0
+      })
+
+    const answered = (operation: Operation) =>
+      Effect.gen(function*() {
+        // Only a success of the operation that failed clears its error; a
+        // lost or expired lease is cleared by a lease this participant holds.
+        yield* SubscriptionRef.update(state, (s) => {
+          const clears = Option.exists(s.lastError, (error) =>
+            error._tag === "StoreError"
+              ? error.operation === operation
+              : operation === "renew" || operation === "acquire")
+          return clears ? { ...s, lastError: Option.none() } : s
+        })
+        yield* Deferred.succeed(ready, undefined)
+        if (!fatal.delete(operation) || fatal.size > 0) return
+        yield* instrumentation.storeFatal(false)
+        yield* Effect.logError(`store calls succeed again (${operation}): no longer failing fatally`)
+      })
+
     const failed = (error: LastError) =>
-      SubscriptionRef.update(state, (s) => ({ ...s, lastError: Option.some(error) })).pipe(
-        Effect.zipRight(error._tag === "StoreError" ? instrumentation.storeFailed(error) : Effect.void),
-        Effect.zipRight(Effect.logWarning(error.message))
-      )
+      Effect.gen(function*() {
+        yield* SubscriptionRef.update(state, (s) => ({ ...s, lastError: Option.some(error) }))
+        if (error._tag === "LeaseExpiredLocally") return yield* Effect.logWarning(error.message)
+        // Any answer of the store, an error included, makes the elector ready.
+        if (config.failFast && Store.isFatal(error)) yield* Deferred.fail(ready, error)
+        else yield* Deferred.succeed(ready, undefined)
+        if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
+        yield* instrumentation.storeFailed(error)
+        if (error.retryable) return yield* Effect.logWarning(error.message)
+        yield* fatalFailed(error)
+      })
 
     const observe = (lease: Lease.Lease | undefined) =>
       Effect.gen(function*() {
@@ -214,8 +281,7 @@ export const make = (
         const before = yield* SubscriptionRef.modify(state, (s) => [s.leader, {
           ...s,
           leader: seen,
-          observedAt: Option.some(wall),
-          lastError: Option.none()
+          observedAt: Option.some(wall)
         }])
         if (Option.isNone(seen)) return
         const { fence, holder } = seen.value
@@ -416,7 +482,9 @@ export const make = (
         // Nothing the store or user code does ends the loop; should anything
         // else, say so loudly rather than linger as a silent non-participant.
         Effect.tapErrorCause((cause) =>
-          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logFatal("the elector stopped", cause)
+          Cause.isInterruptedOnly(cause)
+            ? Effect.void
+            : Effect.zipRight(Effect.logFatal("the elector stopped", cause), Deferred.failCause(ready, cause))
         ),
         Effect.ensuring(Effect.sync(() => {
           runner = undefined
@@ -441,6 +509,7 @@ export const make = (
       status: Effect.flatMap(SubscriptionRef.get(state), snapshot),
       changes: Stream.mapEffect(state.changes, snapshot),
       run,
+      ready: Deferred.await(ready),
       leadership
     }
   })

@@ -12,6 +12,7 @@ export interface Instrumentation {
   readonly storeFailed: (error: StoreError) => Effect.Effect<void>
   readonly callbackFailed: (callback: Metrics.Callback, outcome: "failure" | "defect" | "interrupt") => Effect.Effect<void>
   readonly callbackDropped: Effect.Effect<void>
+  readonly storeFatal: (failing: boolean) => Effect.Effect<void>
   /** Runs a store call in a span named for its operation. */
   readonly span: (operation: Operation, fence: bigint | undefined) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
@@ -22,7 +23,8 @@ export const make = (election: string, identity: string): Effect.Effect<Instrume
     Metric.tagged(Metric.tagged(metric, "election", election), "identity", identity)
   const leading = tag(Metrics.isLeader)
   const latency = tag(Metrics.renewLatency)
-  return Effect.as(Metric.set(leading, 0), {
+  const storeFatal = tag(Metrics.storeFatal)
+  return Effect.as(Effect.zipRight(Metric.set(leading, 0), Metric.set(storeFatal, 0)), {
     termStarted: Effect.zipRight(Metric.increment(tag(Metrics.terms)), Metric.set(leading, 1)),
     termEnded: (reason) =>
       Effect.zipRight(Metric.set(leading, 0), Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))),
@@ -38,6 +40,7 @@ export const make = (election: string, identity: string): Effect.Effect<Instrume
     callbackFailed: (callback, outcome) =>
       Metric.increment(Metric.tagged(Metric.tagged(tag(Metrics.callbackFailures), "callback", callback), "outcome", outcome)),
     callbackDropped: Metric.increment(tag(Metrics.callbacksDropped)),
+    storeFatal: (failing) => Metric.set(storeFatal, failing ? 1 : 0),
     span: (operation, fence) =>
       Effect.withSpan(`leaderelection.${operation}`, {
         attributes: fence === undefined ? { election, identity } : { election, identity, fence: fence.toString() }
