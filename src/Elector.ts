@@ -22,7 +22,7 @@ import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
-import type { AlreadyRunning, ConfigError, IdentityError, LastError } from "./ElectorError.js"
+import type { AlreadyRunning, ConfigError, DuplicateIdentity, IdentityError, LastError } from "./ElectorError.js"
 import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
 import { Leadership, type LeadershipShape } from "./Leadership.js"
@@ -53,7 +53,9 @@ export interface ElectorConfig {
   /**
    * Distinguishes this participant. Must be unique across restarts: a stable
    * identity (say, a StatefulSet pod name) lets a restarted process renew the
-   * lease its stalled predecessor may still believe it holds.
+   * lease its stalled predecessor may still believe it holds. Two electors
+   * with one identity in one process are refused (`DuplicateIdentity`);
+   * across processes the store cannot tell them apart, so nothing can.
    */
   readonly identity?: string | undefined
   /** Published with the lease, readable by followers (e.g. the leader's address). */
@@ -262,7 +264,9 @@ export const generateIdentity: Effect.Effect<string, IdentityError> = config.gen
 /**
  * Builds an elector without starting it; `run` takes part in the election.
  * The elector captures the `Clock` in scope when it is made and uses it for
- * every deadline, so `TestClock` drives it in tests.
+ * every deadline, so `TestClock` drives it in tests. Fails with
+ * `DuplicateIdentity` while another elector with the same name and identity
+ * lives in this process (until its scope closes).
  *
  * @since 0.1.0
  * @category constructors
@@ -279,7 +283,7 @@ export const generateIdentity: Effect.Effect<string, IdentityError> = config.gen
  */
 export const make: (
   config: ElectorConfig
-) => Effect.Effect<ElectorShape, ConfigError | IdentityError, Store | Scope.Scope> = internal.make
+) => Effect.Effect<ElectorShape, ConfigError | IdentityError | DuplicateIdentity, Store | Scope.Scope> = internal.make
 
 /**
  * An elector that takes part in the election for as long as the layer lives,
@@ -303,7 +307,7 @@ export const make: (
  */
 export const layer = (
   config: ElectorConfig
-): Layer.Layer<Elector, ConfigError | IdentityError | StoreError, Store> =>
+): Layer.Layer<Elector, ConfigError | IdentityError | DuplicateIdentity | StoreError, Store> =>
   Layer.scoped(
     Elector,
     Effect.tap(make(config), (elector) =>

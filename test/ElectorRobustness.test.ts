@@ -9,6 +9,7 @@ import {
   Deferred,
   Duration,
   Effect,
+  ExecutionStrategy,
   Exit,
   Fiber,
   Layer,
@@ -31,10 +32,10 @@ import * as Faulty from "./support/FaultyStore.js"
 // The database clock is three days ahead of the local one, as in every unit test.
 const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
 
-/** An elector in a scope of its own, running; closing the scope shuts it down. */
+/** An elector in a scope of its own (closed with the test's, at the latest), running; closing it shuts it down. */
 const join = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
   Effect.gen(function*() {
-    const scope = yield* Scope.make()
+    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
     const elector = yield* Elector.make(config).pipe(Effect.provideService(Store.Store, store), Scope.extend(scope))
     const run = yield* Effect.forkIn(elector.run, scope)
     yield* TestClock.adjust(Duration.millis(1))
@@ -42,6 +43,14 @@ const join = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
   })
 
 const seconds = (n: number) => TestClock.adjust(Duration.millis(n * 1000))
+
+/** Closes an elector's scope while the clock moves: a slow advisory callback holds shutdown up to operationTimeout. */
+const shutdown = (scope: Scope.CloseableScope) =>
+  Effect.gen(function*() {
+    const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+    yield* seconds(3)
+    yield* Fiber.join(closing)
+  })
 
 let elections = 0
 /** A fresh election per test: metrics are process-wide, their tags keep the tests apart. */
@@ -157,7 +166,7 @@ describe("Elector robustness", () => {
   it.scoped("a 14s onNewLeader does not delay the term it reports", () =>
     Effect.gen(function*() {
       const started = yield* Deferred.make<bigint>()
-      const { elector } = yield* join(yield* world, {
+      const { elector, scope } = yield* join(yield* world, {
         name: election(),
         identity: "a",
         onNewLeader: () => Effect.sleep("14 seconds"),
@@ -165,6 +174,7 @@ describe("Elector robustness", () => {
       })
       expect(yield* elector.fence).toEqual(Option.some(1n))
       expect(yield* Deferred.isDone(started)).toBe(true)
+      yield* shutdown(scope)
     }))
 
   it.scoped("a slow onStoppedLeading delays neither the release nor, beyond operationTimeout, the shutdown", () =>
@@ -195,7 +205,7 @@ describe("Elector robustness", () => {
       const seen: Array<bigint> = []
       // Intruders hold the lease; each poll of "a" sees a new one.
       let lease = yield* db.acquire(name, "x", Duration.minutes(10), null)
-      yield* join(db, {
+      const { scope } = yield* join(db, {
         name,
         identity: "a",
         // The first never returns: every later one waits behind it.
@@ -208,6 +218,7 @@ describe("Elector robustness", () => {
       }
       expect(seen).toEqual([1n])
       expect(yield* count(Metrics.callbacksDropped, { election: name, identity: "a" })).toBeGreaterThan(0)
+      yield* shutdown(scope)
     }))
 
   it.scoped("failed work ends the term: released, a healthy participant takes over, and it waits before claiming again", () =>
@@ -331,5 +342,24 @@ describe("Elector robustness", () => {
       const exit = yield* Effect.exit(elector.run)
       expect(Exit.isFailure(exit) && !Exit.isInterrupted(exit)).toBe(true)
       expect(logs).toContain("FATAL the elector stopped")
+    }))
+
+  it.scoped("a second elector with the same name and identity in one process is refused until the first stops", () =>
+    Effect.gen(function*() {
+      const db = yield* world
+      const name = election()
+      const first = yield* join(db, { name, identity: "a" })
+      const refused = yield* Effect.flip(join(db, { name, identity: "a" }))
+      expect(refused._tag).toBe("DuplicateIdentity")
+      expect(refused.message).toBe(
+        `an elector for "${name}" with identity a is already running in this process: every participant needs an identity of its own`
+      )
+      // Another election, or another identity, is fine.
+      yield* join(db, { name: election(), identity: "a" })
+      yield* join(db, { name, identity: "b" })
+      expect(yield* first.elector.fence).toEqual(Option.some(1n))
+      yield* Scope.close(first.scope, Exit.void)
+      const again = yield* join(db, { name, identity: "a" })
+      expect(yield* again.elector.fence).toEqual(Option.some(2n))
     }))
 })

@@ -13,7 +13,14 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { ElectorConfig, ElectorShape, Status } from "../Elector.js"
-import { AlreadyRunning, type ConfigError, type IdentityError, type LastError, LeaseExpiredLocally } from "../ElectorError.js"
+import {
+  AlreadyRunning,
+  type ConfigError,
+  DuplicateIdentity,
+  type IdentityError,
+  type LastError,
+  LeaseExpiredLocally
+} from "../ElectorError.js"
 import * as Lease from "../Lease.js"
 import type { LeadershipShape } from "../Leadership.js"
 import type * as Metrics from "../Metrics.js"
@@ -79,13 +86,31 @@ const outcome = (cause: Cause.Cause<unknown>): "failure" | "defect" | "interrupt
     ? "defect"
     : "interrupt"
 
+// The (name, identity) pairs of the electors alive in this process. Kept on
+// globalThis so that two copies of this module (say, one bundled by a
+// dependency) still share it.
+const registryKey = Symbol.for("effect-leaderelection/electors")
+const alive: Set<string> = ((globalThis as Record<symbol, Set<string> | undefined>)[registryKey] ??= new Set())
+
+/** Claims (name, identity) in this process for as long as the scope lives. */
+const register = (name: string, identity: string) => {
+  const key = JSON.stringify([name, identity])
+  return Effect.acquireRelease(
+    Effect.suspend(() =>
+      alive.has(key) ? Effect.fail(new DuplicateIdentity({ name, identity })) : Effect.sync(() => alive.add(key))
+    ),
+    () => Effect.sync(() => alive.delete(key))
+  )
+}
+
 /** @internal */
 export const make = (
   input: ElectorConfig
-): Effect.Effect<ElectorShape, ConfigError | IdentityError, Store.Store | Scope.Scope> =>
+): Effect.Effect<ElectorShape, ConfigError | IdentityError | DuplicateIdentity, Store.Store | Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* resolve(input)
     const { identity, leaseDuration, name, payload, safetyMargin } = config
+    yield* register(name, identity)
     const store = yield* Store.Store
     const clock = yield* Effect.clock
     const state = yield* SubscriptionRef.make(initial)
