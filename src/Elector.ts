@@ -321,8 +321,12 @@ export const layer = (
  * Runs `effect` in every term this participant leads, with the term's
  * {@link Leadership} (fence token and scope) in its context. It is
  * interrupted the instant leadership becomes uncertain and started again in
- * the next term. If it completes, it waits for the next term; if it fails,
- * `whileLeader` fails with its error.
+ * the next term. If it completes, it waits for the next term. If it fails or
+ * dies, `whileLeader` fails with its error and, by default
+ * (`onWorkFailure: "stepDown"`), the term ends too: the lease is released so
+ * that a healthy participant takes over, and this one waits
+ * `workFailureBackoff` before claiming again. With
+ * `onWorkFailure: "keepLeading"` the term goes on without the work.
  *
  * @since 0.1.0
  * @category combinators

@@ -146,6 +146,16 @@ describe("Elector robustness", () => {
       expect(yield* callbackFailures(name, "onStoppedLeading", "defect")).toBe(1)
     }))
 
+  it.scoped("an onNewLeader that interrupts itself is reported as such, and nothing else happens", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const { elector, run } = yield* join(yield* world, { name, identity: "a", onNewLeader: () => Effect.interrupt })
+      yield* seconds(30)
+      expect(yield* elector.fence).toEqual(Option.some(1n))
+      expect(run.unsafePoll()).toBeNull()
+      expect(yield* callbackFailures(name, "onNewLeader", "interrupt")).toBe(1)
+    }))
+
   it.scoped("onStartedLeading throwing while it builds its effect is failed work: the term ends and is released", () =>
     Effect.gen(function*() {
       const name = election()

@@ -506,10 +506,9 @@ export const make = (
       return Effect.forever(poll).pipe(
         // Nothing the store or user code does ends the loop; should anything
         // else, say so loudly rather than linger as a silent non-participant.
+        // (Interrupting `run` from outside skips this: that is how it stops.)
         Effect.tapErrorCause((cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? Effect.void
-            : Effect.zipRight(Effect.logFatal("the elector stopped", cause), Deferred.failCause(ready, cause))
+          Effect.zipRight(Effect.logFatal("the elector stopped", cause), Deferred.failCause(ready, cause))
         ),
         Effect.ensuring(Effect.sync(() => {
           runner = undefined
