@@ -9,6 +9,11 @@
  * from when the request was sent, less a safety margin; nothing about
  * stepping down waits on the database.
  *
+ * User code is untrusted: a failing callback or finalizer is logged and
+ * counted, never the end of the elector; work that fails ends its term (see
+ * `onWorkFailure`); advisory callbacks (`onNewLeader`, `onStoppedLeading`)
+ * run in order on a fiber of their own, off the path that keeps the lease.
+ *
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
@@ -186,10 +191,12 @@ export interface ElectorShape {
   /** The status each time it changes. */
   readonly changes: Stream.Stream<Status>
   /**
-   * Takes part in the election until interrupted. Store errors never fail
-   * it. When it stops, leadership is fully relinquished: the term's work was
-   * interrupted, its finalizers ran, `onStoppedLeading` ran and the lease was
-   * released (unless `disableRelease`).
+   * Takes part in the election until interrupted. Neither store errors nor
+   * user callbacks ever fail it. When it stops, leadership is fully
+   * relinquished: the term's work was interrupted, its finalizers ran and the
+   * lease was released (unless `disableRelease`); `onStoppedLeading` is
+   * queued on the advisory fiber, and closing the elector's scope gives the
+   * queued advisory callbacks at most `operationTimeout` to finish.
    */
   readonly run: Effect.Effect<never, AlreadyRunning>
   /**
