@@ -78,7 +78,7 @@ const fatalError = (operation: Store.Operation) =>
   new Store.StoreError({ operation, retryable: false, reason: "permission denied for table leases", cause: undefined })
 
 const callbackFailures = (name: string, callback: Metrics.Callback, outcome: string) =>
-  count(Metrics.callbackFailures, { election: name, identity: "a", callback, outcome })
+  count(Metrics.callbackFailures, { election: name, callback, outcome })
 
 /** Work that records the local instant it is interrupted at. */
 const interruptedAt = (at: Deferred.Deferred<number>) => () =>
@@ -227,7 +227,7 @@ describe("Elector robustness", () => {
         yield* seconds(3)
       }
       expect(seen).toEqual([1n])
-      expect(yield* count(Metrics.callbacksDropped, { election: name, identity: "a" })).toBeGreaterThan(0)
+      expect(yield* count(Metrics.callbacksDropped, { election: name })).toBeGreaterThan(0)
       yield* shutdown(scope)
     }))
 
@@ -242,7 +242,7 @@ describe("Elector robustness", () => {
       })
       expect(yield* a.isLeader).toBe(false)
       expect(Lease.isExpired(yield* db.inspect(name))).toBe(true)
-      expect(yield* count(Metrics.stepDowns, { election: name, identity: "a", reason: "failed" })).toBe(1)
+      expect(yield* count(Metrics.stepDowns, { election: name, reason: "failed" })).toBe(1)
       expect(yield* callbackFailures(name, "onStartedLeading", "failure")).toBe(1)
       const b = yield* join(db, { name, identity: "b" })
       expect(yield* b.elector.fence).toEqual(Option.some(2n))
@@ -270,7 +270,7 @@ describe("Elector robustness", () => {
 
   it("onWorkFailure is validated", () => {
     const refused = Effect.runSync(Effect.flip(Elector.validate({ name: "jobs", onWorkFailure: "retry" as "stepDown" })))
-    expect(refused.message).toBe(`invalid elector config: onWorkFailure: must be "stepDown" or "keepLeading", got "retry"`)
+    expect(refused.message).toBe(`invalid config: onWorkFailure: must be "stepDown" or "keepLeading", got "retry"`)
   })
 
   it.scoped("lastError stays set for as long as an operation fails, even while the others succeed", () =>
@@ -298,7 +298,7 @@ describe("Elector robustness", () => {
       const logs = yield* captureLogs
       const store = Faulty.make(yield* world)
       store.set(Faulty.fatal)
-      const gauge = Effect.map(Metric.value(Metric.tagged(Metric.tagged(Metrics.storeFatal, "election", name), "identity", "a")), (g) => g.value)
+      const gauge = Effect.map(Metric.value(Metric.tagged(Metrics.storeFatal, "election", name)), (g) => g.value)
       yield* join(store, { name, identity: "a" })
       yield* seconds(150)
       expect(store.calls.inspect).toBeGreaterThan(50)
