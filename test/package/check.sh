@@ -9,7 +9,8 @@
 #     stopped with SIGTERM and counts as passed if it printed no error);
 #   - does the same in a consumer pinned to the oldest supported effect
 #     (3.21.0) and checks that it holds exactly one copy of effect;
-#   - checks that a consumer of the core and PgStore only installs no mysql2,
+#   - checks that a consumer of the core and PgStore only (effect, pg,
+#     @types/pg, @effect/sql-pg, as README's install section says) installs no mysql2,
 #     @effect/cli or @effect/platform-node, that internal modules are not
 #     exported, and that a store without its driver names the package to
 #     install.
