@@ -460,8 +460,9 @@ export const layerFromUrl = SqlStore.toLayer(makeFromUrl)
 export const layerConfig = SqlStore.layerConfig(makeFromUrl)
 
 /**
- * The `PgClient` tag, found by its key: PgStore needs `@effect/sql-pg` only
- * for its type, so an app without it can still use every other constructor.
+ * The `PgClient` tag, found by its key: PgStore never loads `@effect/sql-pg`
+ * at run time (only `pg`). Its declarations do name `PgClient`'s types, so a
+ * PgStore app installs `@effect/sql-pg` for its type-check (README, Install).
  */
 const pgClient = Context.GenericTag<PgClient.PgClient>("@effect/sql-pg/PgClient")
 

@@ -9,7 +9,8 @@
 #     stopped with SIGTERM and counts as passed if it printed no error);
 #   - does the same in a consumer pinned to the oldest supported effect
 #     (3.21.0) and checks that it holds exactly one copy of effect;
-#   - checks that a consumer of the core and PgStore only installs no mysql2,
+#   - checks that a consumer of the core and PgStore only (effect, pg,
+#     @types/pg, @effect/sql-pg, as README's install section says) installs no mysql2,
 #     @effect/cli or @effect/platform-node, that internal modules are not
 #     exported, and that a store without its driver names the package to
 #     install.
@@ -50,14 +51,14 @@ consumer() {
   cp "$WORK"/blocks/*.ts "$1/src/"
 }
 
-# tsconfig DIR NAME RESOLUTION EXTRA: strict, skipLibCheck false.
+# tsconfig DIR NAME RESOLUTION EXTRA [LIB]: strict, skipLibCheck false.
 tsconfig() {
-  local module=NodeNext
+  local module=NodeNext lib=${5:-'"ES2022"'}
   [ "$3" = "bundler" ] && module=ESNext
   cat >"$1/$2" <<EOF
 {
   "compilerOptions": {
-    "target": "ES2022", "lib": ["ES2022"], "types": ["node"],
+    "target": "ES2022", "lib": [$lib], "types": ["node"],
     "module": "$module", "moduleResolution": "$3",
     "strict": true, "skipLibCheck": false, "outDir": "dist" $4
   },
@@ -101,9 +102,18 @@ one_effect() { # DIR LABEL: exactly one copy of effect
 step "consumer on the latest effect: README blocks under nodenext and bundler"
 LATEST="$WORK/latest"
 consumer "$LATEST"
-(cd "$LATEST" && install "$TARBALL" effect pg @types/pg mysql2 @effect/sql-mysql2 @types/node@20)
-tsconfig "$LATEST" tsconfig.json nodenext ""
-tsconfig "$LATEST" tsconfig.bundler.json bundler ', "noEmit": true, "exactOptionalPropertyTypes": true'
+# @effect/sql-pg and @effect/platform-node: the README's PgClient and HealthHttpApp
+# examples, at their effect 3 line (their latest releases, 4.x, are effect 4's).
+(cd "$LATEST" && install "$TARBALL" effect pg @types/pg @effect/sql-pg@0.53 mysql2 @effect/sql-mysql2 \
+  @effect/platform-node@0.108 @types/ws @types/node@20)
+# "DOM" and @types/ws: the indexes of @effect/platform and @effect/platform-node,
+# which the HealthHttpApp example imports, reach declarations (KeyValueStore,
+# Transferable, @effect/rpc's RpcClient, NodeSocketServer) that name DOM types
+# (Storage, Transferable, MessagePort) and import "ws". That is their
+# requirement under skipLibCheck false, not this library's: its own modules,
+# HealthHttpApp and MysqlStore included, need only ES2022 and @types/node.
+tsconfig "$LATEST" tsconfig.json nodenext "" '"ES2022", "DOM"'
+tsconfig "$LATEST" tsconfig.bundler.json bundler ', "noEmit": true, "exactOptionalPropertyTypes": true' '"ES2022", "DOM"'
 typecheck "$LATEST" tsconfig.json "latest, nodenext"
 typecheck "$LATEST" tsconfig.bundler.json "latest, bundler (exactOptionalPropertyTypes)"
 one_effect "$LATEST" latest
@@ -112,10 +122,12 @@ run_blocks "$LATEST" latest
 step "consumer pinned to the oldest supported effect ($OLDEST_EFFECT)"
 OLDEST="$WORK/oldest"
 consumer "$OLDEST"
-# The @effect packages of that release line, at their oldest too (later patches need a later effect).
+# The @effect packages of that release line, at their oldest too (later patches need a later effect);
+# @effect/platform-node 0.106.0's peers (cluster, rpc, workflow) pinned likewise.
 (cd "$OLDEST" && install --save-exact "$TARBALL" "effect@$OLDEST_EFFECT" @effect/platform@0.96.0 @effect/experimental@0.60.0 \
-  @effect/sql@0.51.0 @effect/sql-mysql2@0.52.0 pg @types/pg mysql2 @types/node@20)
-tsconfig "$OLDEST" tsconfig.json nodenext ""
+  @effect/sql@0.51.0 @effect/sql-mysql2@0.52.0 @effect/sql-pg@0.52.1 @effect/platform-node@0.106.0 \
+  @effect/cluster@0.58.0 @effect/rpc@0.75.0 @effect/workflow@0.18.0 pg @types/pg mysql2 @types/ws @types/node@20)
+tsconfig "$OLDEST" tsconfig.json nodenext "" '"ES2022", "DOM"' # DOM, @types/ws: @effect/platform(-node)'s, as above
 typecheck "$OLDEST" tsconfig.json "effect $OLDEST_EFFECT, nodenext"
 one_effect "$OLDEST" "oldest"
 run_blocks "$OLDEST" oldest
@@ -147,7 +159,9 @@ console.log(`internal: ${hidden}`)
 const mysql = "effect-leaderelection/stores/MysqlStore"
 console.log(await import(mysql).then(() => "MysqlStore loaded", (e: Error) => `${e.name}: ${e.message}`))
 EOF
-(cd "$PGONLY" && install "$TARBALL" effect pg @types/pg @types/node@20)
+# PgStore's declarations name @effect/sql-pg's PgClient types: its users install
+# pg and @effect/sql-pg, as README's install section says.
+(cd "$PGONLY" && install "$TARBALL" effect pg @types/pg @effect/sql-pg@0.53 @types/node@20)
 tsconfig "$PGONLY" tsconfig.json nodenext ""
 typecheck "$PGONLY" tsconfig.json "core + PgStore, nodenext"
 tree=$(cd "$PGONLY" && npm ls --all --parseable)
