@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { run } from "./Simulation.js"
-import { type Schedule, shortConfig } from "./Schedule.js"
-import { rate } from "./VirtualTime.js"
+import { Simulation } from "../../src/testing.js"
 
 // Found by the fleet property (seed 20240601): the database clock steps back
 // 811ms just after p5 released its lease (release sets expiresAt = now), so
@@ -9,9 +7,9 @@ import { rate } from "./VirtualTime.js"
 // it and, as the holder of a valid lease, extends it under the same fence.
 // p5 started a second term under fence 2. Fixed by never leading twice under
 // one fence: the elector gives such a lease up and claims a fresh fence.
-const resurrected: Schedule = {
-  config: shortConfig,
-  rates: [6717, 6842, 6717, 6717, 6717, 11124, 6717].map(rate),
+const resurrected: Simulation.Schedule = {
+  config: Simulation.shortConfig,
+  rates: [6717, 6842, 6717, 6717, 6717, 11124, 6717].map(Simulation.rate),
   window: 11487,
   events: [
     {
@@ -32,11 +30,11 @@ const resurrected: Schedule = {
 
 describe("fleet simulation regressions", () => {
   it("a database clock step back that revives a released lease never revives its fence", () => {
-    expect(run(resurrected, { step: 50, seed: 791_266_345 }).violation).toBeUndefined()
+    expect(Simulation.run(resurrected, { step: 50, seed: 791_266_345 }).violation).toBeUndefined()
   })
 
   it("the same schedule without the step back is safe", () => {
-    const result = run({ ...resurrected, events: resurrected.events.slice(0, 1) }, { step: 50, seed: 791_266_345 })
+    const result = Simulation.run({ ...resurrected, events: resurrected.events.slice(0, 1) }, { step: 50, seed: 791_266_345 })
     expect(result.violation).toBeUndefined()
   })
 })

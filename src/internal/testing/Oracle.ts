@@ -4,7 +4,7 @@
  * participant believes and what the database holds. The first violation is
  * kept, with the instant it was seen.
  */
-import * as Lease from "../../src/Lease.js"
+import * as Lease from "../../Lease.js"
 
 export type Check =
   | "two-leaders"
@@ -13,6 +13,8 @@ export type Check =
   | "work-overlap"
   | "leader-not-in-db"
   | "no-leader-after-faults"
+  /** The user's own invariant about the work's side effects. */
+  | "invariant"
 
 export interface Violation {
   readonly check: Check
@@ -78,6 +80,11 @@ export class Oracle {
       }
     }
     if (watchLiveness && this.ledAt === undefined && leaders.length > 0) this.ledAt = at
+  }
+
+  /** Records what the user's invariant found at `at`, if anything. */
+  invariant(at: number, message: string | undefined): void {
+    if (message !== undefined) this.fail("invariant", at, message)
   }
 
   noLeader(at: number, since: number, bound: number): void {

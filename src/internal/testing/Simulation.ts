@@ -40,10 +40,10 @@
  * and acquired it. The bound adds one sampling step and 10ms of rounding.
  */
 import { Duration, Effect, Exit, Fiber, Logger, LogLevel, Option, Random, Scope } from "effect"
-import * as Elector from "../../src/Elector.js"
-import * as Store from "../../src/Store.js"
-import * as MemoryStore from "../../src/stores/MemoryStore.js"
-import * as Faulty from "../support/FaultyStore.js"
+import * as Elector from "../../Elector.js"
+import * as Store from "../../Store.js"
+import * as MemoryStore from "../../stores/MemoryStore.js"
+import * as Faulty from "./FaultyStore.js"
 import { type Belief, Oracle, type Violation } from "./Oracle.js"
 import type { Faults, OpFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops } from "./Schedule.js"
@@ -74,11 +74,39 @@ export interface Result {
   readonly virtualMillis: number
 }
 
+/** One term of one participant, as the user's work sees it. */
+export interface Term {
+  /** The participant's slot in the fleet (restarts keep it). */
+  readonly slot: number
+  /** The participant's identity: `p<slot>.<incarnation>`. */
+  readonly identity: string
+  readonly fence: bigint
+}
+
+/** The user's side of a run: the leader work and the invariants about its effects. */
+export interface Workload {
+  /** Runs while a participant leads, on its own clock; interrupted when the term ends. */
+  readonly work?: ((term: Term) => Effect.Effect<unknown, unknown>) | undefined
+  /**
+   * Checked at every sampled instant (and once at the end): a message when
+   * something the work did is wrong, undefined when all is well.
+   */
+  readonly invariant?: ((at: number) => string | undefined) | undefined
+}
+
+/** What the simulation offers a workload when it is set up for a run. */
+export interface Timeline {
+  /** The current instant of the run's timeline, in milliseconds (the database clock's rate). */
+  readonly now: () => number
+}
+
 export interface RunOptions {
   /** Sampling step, in milliseconds of the timeline. */
   readonly step: number
   /** Seeds the electors' Random (their poll jitter). */
   readonly seed: number
+  /** Set up afresh for every run. */
+  readonly workload?: ((timeline: Timeline) => Workload) | undefined
 }
 
 const toFault = (f: OpFault): Faulty.Fault => {
@@ -162,10 +190,13 @@ export const run = (schedule: Schedule, options: RunOptions): Result => {
     current: undefined
   }))
 
-  const work = (identity: string) => (fence: bigint) =>
+  const workload = options.workload?.({ now: () => vt.millis }) ?? {}
+  const invariant = workload.invariant
+  const userWork = workload.work
+  const work = (slot: number, identity: string) => (fence: bigint) =>
     Effect.suspend(() => {
       oracle.onStart(identity, fence, vt.millis)
-      return Effect.never
+      return userWork === undefined ? Effect.never : Effect.zipRight(userWork({ slot, identity, fence }), Effect.never)
     }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence))))
 
   const start = (slot: Slot): void => {
@@ -181,7 +212,7 @@ export const run = (schedule: Schedule, options: RunOptions): Result => {
         renewInterval: Duration.millis(config.renewInterval),
         retryPeriod: Duration.millis(config.retryPeriod),
         operationTimeout: Duration.millis(config.operationTimeout),
-        onStartedLeading: work(identity)
+        onStartedLeading: work(slot.index, identity)
       }).pipe(Effect.provideService(Store.Store, via.store), Effect.withClock(clock), Scope.extend(scope), Effect.orDie)
     )
     const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
@@ -272,6 +303,7 @@ export const run = (schedule: Schedule, options: RunOptions): Result => {
     vt.advanceTo(t)
     const { beliefs, lease } = vt.run(observe)
     oracle.sample(t, beliefs, lease, calmed)
+    if (invariant !== undefined) oracle.invariant(t, invariant(t))
   }
   if (oracle.violation === undefined && oracle.ledAt === undefined) oracle.noLeader(end, calmAt, bound)
   // Shut everyone down and let hanging calls time out, so that no fiber (nor

@@ -6,7 +6,7 @@
  * window comes a quiet period with no faults, in which someone must lead.
  */
 import * as fc from "fast-check"
-import type { Operation } from "../../src/Store.js"
+import type { Operation } from "../../Store.js"
 import { type Rate, rate } from "./VirtualTime.js"
 
 /** What one store operation does while a fault is in force. */
