@@ -39,7 +39,7 @@
  * someone has inspected the expired record, released it if it was its own,
  * and acquired it. The bound adds one sampling step and 10ms of rounding.
  */
-import { Duration, Effect, Exit, Fiber, Logger, LogLevel, Option, Random, Scope } from "effect"
+import { type Clock, Duration, Effect, Exit, Fiber, Logger, LogLevel, Option, Random, Runtime, Scope, TestClock } from "effect"
 import * as Elector from "../../Elector.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
@@ -47,7 +47,7 @@ import * as Faulty from "./FaultyStore.js"
 import { type Belief, Oracle, type Violation } from "./Oracle.js"
 import type { Faults, OpFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops } from "./Schedule.js"
-import { type Rate, rate, rateToNumber, VirtualTime } from "./VirtualTime.js"
+import { type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
 
 const election = "sim"
 
@@ -172,146 +172,203 @@ export const livenessBound = (schedule: Schedule, step: number): number => {
   return Math.ceil((operationTimeout + retryPeriod) / slowest + leaseDuration + steppedBack) + step + 10
 }
 
-export const run = (schedule: Schedule, options: RunOptions): Result => {
-  const vt = new VirtualTime()
-  const oracle = new Oracle()
-  const quiet = <A, E>(effect: Effect.Effect<A, E>) => Logger.withMinimumLogLevel(effect, LogLevel.None)
-  const dbClock = vt.run(Effect.withClock(MemoryStore.makeClock({ offset: Duration.days(3) }), vt.clock(rate(10_000))))
-  const db = vt.run(MemoryStore.make({ clock: dbClock }))
-  const storeWide = path(db)
-  const { config } = schedule
-  const scope = vt.run(Scope.make())
-
-  const slots: Array<Slot> = schedule.rates.map((r, index) => ({
-    index,
-    rate: r,
-    faults: undefined,
-    incarnations: 0,
-    current: undefined
-  }))
-
-  const workload = options.workload?.({ now: () => vt.millis }) ?? {}
-  const invariant = workload.invariant
-  const userWork = workload.work
-  const work = (slot: number, identity: string) => (fence: bigint) =>
-    Effect.suspend(() => {
-      oracle.onStart(identity, fence, vt.millis)
-      return userWork === undefined ? Effect.never : Effect.zipRight(userWork({ slot, identity, fence }), Effect.never)
-    }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence))))
-
-  const start = (slot: Slot): void => {
-    const identity = `p${slot.index}.${slot.incarnations++}`
-    const via = path(storeWide.store)
-    via.set(slot.faults)
-    const clock = vt.clock(slot.rate, Duration.hours(slot.index * 7))
-    const elector = vt.run(
-      Elector.make({
-        name: election,
-        identity,
-        leaseDuration: Duration.millis(config.leaseDuration),
-        renewInterval: Duration.millis(config.renewInterval),
-        retryPeriod: Duration.millis(config.retryPeriod),
-        operationTimeout: Duration.millis(config.operationTimeout),
-        onStartedLeading: work(slot.index, identity)
-      }).pipe(Effect.provideService(Store.Store, via.store), Effect.withClock(clock), Scope.extend(scope), Effect.orDie)
-    )
-    const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
-    const fiber = vt.fork(quiet(Effect.withRandom(elector.run, Random.make(seed))))
-    slot.current = { identity, elector, path: via, fiber }
-  }
-
-  const stop = (slot: Slot, crash: boolean): void => {
-    const current = slot.current
-    if (current === undefined) return
-    if (crash) current.path.set(hangAll)
-    vt.run(Fiber.interruptFork(current.fiber))
-    slot.current = undefined
-  }
-
-  const handle = ({ event }: Timed): void => {
-    switch (event._tag) {
-      case "Partition":
-      case "Heal": {
-        const slot = target(event.slot)
-        if (slot === undefined) return
-        slot.faults = event._tag === "Partition" ? event.faults : undefined
-        slot.current?.path.set(slot.faults)
-        return
-      }
-      case "StoreFault":
-        return storeWide.set(event.faults)
-      case "StoreHeal":
-        return storeWide.set(undefined)
-      case "Crash": {
-        const slot = target(event.slot)
-        return slot === undefined ? undefined : stop(slot, true)
-      }
-      case "Restart": {
-        const slot = target(event.slot)
-        if (slot === undefined) return
-        stop(slot, false)
-        return start(slot)
-      }
-      case "StepBack":
-        return vt.run(dbClock.stepBack(Duration.millis(event.millis)))
-    }
-  }
-
-  const target = (t: Target): Slot | undefined =>
-    t === "leader"
-      ? slots.find((slot) => slot.current !== undefined && vt.run(slot.current.elector.isLeader))
-      : slots[t]
-
-  const calm = (): void => {
-    storeWide.set(undefined)
-    for (const slot of slots) {
-      slot.faults = undefined
-      if (slot.current === undefined) start(slot)
-      else slot.current.path.set(undefined)
-    }
-  }
-
-  const observe = Effect.gen(function*() {
-    const beliefs: Array<Belief> = []
-    for (const slot of slots) {
-      const current = slot.current
-      if (current === undefined) continue
-      const isLeader = yield* current.elector.isLeader
-      const fence = yield* current.elector.fence
-      beliefs.push({ identity: current.identity, isLeader, fence: Option.getOrUndefined(fence) })
-    }
-    const lease = yield* Effect.option(db.inspect(election))
-    return { beliefs, lease: Option.getOrUndefined(lease) }
-  })
-
-  const bound = livenessBound(schedule, options.step)
-  const calmAt = schedule.window
-  const end = calmAt + bound
-  for (const slot of slots) start(slot)
-  let next = 0
-  let calmed = false
-  for (let t = 0; t <= end && oracle.violation === undefined; t += options.step) {
-    for (let e = schedule.events[next]; e !== undefined && e.at <= t; e = schedule.events[++next]) {
-      vt.advanceTo(e.at)
-      handle(e)
-    }
-    if (!calmed && t >= calmAt) {
-      vt.advanceTo(calmAt)
-      calm()
-      calmed = true
-    }
-    vt.advanceTo(t)
-    const { beliefs, lease } = vt.run(observe)
-    oracle.sample(t, beliefs, lease, calmed)
-    if (invariant !== undefined) oracle.invariant(t, invariant(t))
-  }
-  if (oracle.violation === undefined && oracle.ledAt === undefined) oracle.noLeader(end, calmAt, bound)
-  // Shut everyone down and let hanging calls time out, so that no fiber (nor
-  // the timer Effect.never holds) outlives the run.
-  for (const slot of slots) stop(slot, false)
-  storeWide.set(undefined)
-  const virtualMillis = vt.millis
-  vt.advanceTo(vt.millis + 4 * config.operationTimeout)
-  vt.run(Scope.close(scope, Exit.void))
-  return { violation: oracle.violation, terms: oracle.terms, bound, virtualMillis }
+/**
+ * What moves time in a run: the fast scheduler of {@link VirtualTime}, or
+ * Effect's TestClock (see `TestDriver.ts`).
+ */
+export interface Driver {
+  /** The timeline, in milliseconds since the run started. */
+  readonly millis: () => number
+  /** A clock reading the timeline at `rate`, `offset` ahead. */
+  readonly clock: (r: Rate, offset?: Duration.Duration) => Clock.Clock
+  /** Runs `effect` at the current instant; it must not wait on time. */
+  readonly exec: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  /** Starts a fiber of the fleet. */
+  readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+  /** Moves the timeline to `target`, letting every woken fiber run. */
+  readonly advanceTo: (target: number) => Effect.Effect<void>
 }
+
+/** The fast scheduler: every wake-up runs to quiescence synchronously. */
+export const virtualDriver = (): Driver => {
+  const vt = new VirtualTime()
+  return {
+    millis: () => vt.millis,
+    clock: (r, offset) => vt.clock(r, offset),
+    exec: (effect) => Effect.sync(() => vt.run(effect)),
+    fork: (effect) => vt.fork(effect),
+    advanceTo: (target) => Effect.sync(() => vt.advanceTo(target))
+  }
+}
+
+/**
+ * Effect's TestClock: the run is an Effect of the calling test, and time
+ * moves by `TestClock.adjust`, which lets woken fibers run by yielding to
+ * the event loop (slower than the fast scheduler, see bench/simulation-drivers.ts).
+ */
+export const testClockDriver: Effect.Effect<Driver> = Effect.gen(function*() {
+  const testClock = yield* TestClock.testClock()
+  const runtime = yield* Effect.runtime<never>()
+  const origin = testClock.unsafeCurrentTimeMillis()
+  const millis = () => testClock.unsafeCurrentTimeMillis() - origin
+  const timeline = { millis, sleepMillis: (ms: number) => testClock.sleep(Duration.millis(Math.max(1, Math.ceil(ms)))) }
+  return {
+    millis,
+    clock: (r, offset) => scaledClock(timeline, r, offset),
+    exec: (effect) => effect,
+    fork: (effect) => Runtime.runFork(runtime)(effect),
+    advanceTo: (target) => Effect.suspend(() => testClock.adjust(Duration.millis(target - millis())))
+  }
+})
+
+export const run = (schedule: Schedule, options: RunOptions): Result =>
+  Effect.runSync(runWith(virtualDriver(), schedule, options))
+
+export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions): Effect.Effect<Result> =>
+  Effect.gen(function*() {
+    const oracle = new Oracle()
+    const quiet = <A, E>(effect: Effect.Effect<A, E>) => Logger.withMinimumLogLevel(effect, LogLevel.None)
+    const dbClock = yield* driver.exec(
+      Effect.withClock(MemoryStore.makeClock({ offset: Duration.days(3) }), driver.clock(rate(10_000)))
+    )
+    const db = yield* driver.exec(MemoryStore.make({ clock: dbClock }))
+    const storeWide = path(db)
+    const { config } = schedule
+    const scope = yield* Scope.make()
+
+    const slots: Array<Slot> = schedule.rates.map((r, index) => ({
+      index,
+      rate: r,
+      faults: undefined,
+      incarnations: 0,
+      current: undefined
+    }))
+
+    const workload = options.workload?.({ now: driver.millis }) ?? {}
+    const invariant = workload.invariant
+    const userWork = workload.work
+    const work = (slot: number, identity: string) => (fence: bigint) =>
+      Effect.suspend(() => {
+        oracle.onStart(identity, fence, driver.millis())
+        return userWork === undefined ? Effect.never : Effect.zipRight(userWork({ slot, identity, fence }), Effect.never)
+      }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence))))
+
+    const start = (slot: Slot) =>
+      Effect.gen(function*() {
+        const identity = `p${slot.index}.${slot.incarnations++}`
+        const via = path(storeWide.store)
+        via.set(slot.faults)
+        const clock = driver.clock(slot.rate, Duration.hours(slot.index * 7))
+        const elector = yield* driver.exec(
+          Elector.make({
+            name: election,
+            identity,
+            leaseDuration: Duration.millis(config.leaseDuration),
+            renewInterval: Duration.millis(config.renewInterval),
+            retryPeriod: Duration.millis(config.retryPeriod),
+            operationTimeout: Duration.millis(config.operationTimeout),
+            onStartedLeading: work(slot.index, identity)
+          }).pipe(Effect.provideService(Store.Store, via.store), Effect.withClock(clock), Scope.extend(scope), Effect.orDie)
+        )
+        const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
+        const fiber = driver.fork(quiet(Effect.withRandom(elector.run, Random.make(seed))))
+        slot.current = { identity, elector, path: via, fiber }
+      })
+
+    const stop = (slot: Slot, crash: boolean) =>
+      Effect.suspend(() => {
+        const current = slot.current
+        if (current === undefined) return Effect.void
+        if (crash) current.path.set(hangAll)
+        slot.current = undefined
+        return driver.exec(Fiber.interruptFork(current.fiber))
+      })
+
+    const target = (t: Target) =>
+      t === "leader"
+        ? Effect.map(
+          Effect.findFirst(slots, (slot) =>
+            slot.current === undefined ? Effect.succeed(false) : driver.exec(slot.current.elector.isLeader)),
+          Option.getOrUndefined
+        )
+        : Effect.succeed(slots[t])
+
+    const handle = ({ event }: Timed): Effect.Effect<void> => {
+      switch (event._tag) {
+        case "Partition":
+        case "Heal":
+          return Effect.map(target(event.slot), (slot) => {
+            if (slot === undefined) return
+            slot.faults = event._tag === "Partition" ? event.faults : undefined
+            slot.current?.path.set(slot.faults)
+          })
+        case "StoreFault":
+          return Effect.sync(() => storeWide.set(event.faults))
+        case "StoreHeal":
+          return Effect.sync(() => storeWide.set(undefined))
+        case "Crash":
+          return Effect.flatMap(target(event.slot), (slot) => slot === undefined ? Effect.void : stop(slot, true))
+        case "Restart":
+          return Effect.flatMap(
+            target(event.slot),
+            (slot) => slot === undefined ? Effect.void : Effect.zipRight(stop(slot, false), start(slot))
+          )
+        case "StepBack":
+          return driver.exec(dbClock.stepBack(Duration.millis(event.millis)))
+      }
+    }
+
+    const calm = Effect.suspend(() => {
+      storeWide.set(undefined)
+      return Effect.forEach(slots, (slot) => {
+        slot.faults = undefined
+        if (slot.current === undefined) return start(slot)
+        slot.current.path.set(undefined)
+        return Effect.void
+      }, { discard: true })
+    })
+
+    const observe = Effect.gen(function*() {
+      const beliefs: Array<Belief> = []
+      for (const slot of slots) {
+        const current = slot.current
+        if (current === undefined) continue
+        const isLeader = yield* current.elector.isLeader
+        const fence = yield* current.elector.fence
+        beliefs.push({ identity: current.identity, isLeader, fence: Option.getOrUndefined(fence) })
+      }
+      const lease = yield* Effect.option(db.inspect(election))
+      return { beliefs, lease: Option.getOrUndefined(lease) }
+    })
+
+    const bound = livenessBound(schedule, options.step)
+    const calmAt = schedule.window
+    const end = calmAt + bound
+    for (const slot of slots) yield* start(slot)
+    let next = 0
+    let calmed = false
+    for (let t = 0; t <= end && oracle.violation === undefined; t += options.step) {
+      for (let e = schedule.events[next]; e !== undefined && e.at <= t; e = schedule.events[++next]) {
+        yield* driver.advanceTo(e.at)
+        yield* handle(e)
+      }
+      if (!calmed && t >= calmAt) {
+        yield* driver.advanceTo(calmAt)
+        yield* calm
+        calmed = true
+      }
+      yield* driver.advanceTo(t)
+      const { beliefs, lease } = yield* driver.exec(observe)
+      oracle.sample(t, beliefs, lease, calmed)
+      if (invariant !== undefined) oracle.invariant(t, invariant(t))
+    }
+    if (oracle.violation === undefined && oracle.ledAt === undefined) oracle.noLeader(end, calmAt, bound)
+    // Shut everyone down and let hanging calls time out, so that no fiber (nor
+    // the timer Effect.never holds) outlives the run.
+    for (const slot of slots) yield* stop(slot, false)
+    storeWide.set(undefined)
+    const virtualMillis = driver.millis()
+    yield* driver.advanceTo(virtualMillis + 4 * config.operationTimeout)
+    yield* driver.exec(Scope.close(scope, Exit.void))
+    return { violation: oracle.violation, terms: oracle.terms, bound, virtualMillis }
+  })

@@ -29,6 +29,38 @@ export const rate = (perTenThousand: number): Rate => ({ num: BigInt(perTenThous
 
 export const rateToNumber = (r: Rate): number => Number(r.num) / Number(r.den)
 
+/** A timeline a clock can be scaled over: its instant, and sleeps on it. */
+export interface Timeline {
+  readonly millis: () => number
+  readonly sleepMillis: (millis: number) => Effect.Effect<void>
+}
+
+/**
+ * A clock that reads `offset + rate * timeline` and whose sleeps last
+ * `duration / rate` of the timeline, rounded up, so a sleeper never wakes
+ * before its own clock has moved by the full duration.
+ */
+export const scaledClock = (timeline: Timeline, r: Rate, offset: Duration.Duration = Duration.zero): Clock.Clock => {
+  const offsetNanos = Duration.unsafeToNanos(offset)
+  const nanos = () => offsetNanos + (BigInt(timeline.millis()) * 1_000_000n * r.num) / r.den
+  const millis = () => Number(nanos() / 1_000_000n)
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: millis,
+    currentTimeMillis: Effect.sync(millis),
+    unsafeCurrentTimeNanos: nanos,
+    currentTimeNanos: Effect.sync(nanos),
+    sleep: (duration) =>
+      Effect.suspend(() => {
+        const d = Duration.unsafeToNanos(duration)
+        if (d <= 0n) return Effect.void
+        const divisor = 1_000_000n * r.num
+        const base = (d * r.den + divisor - 1n) / divisor
+        return timeline.sleepMillis(Number(base))
+      })
+  }
+}
+
 interface Sleeper {
   readonly at: number
   readonly seq: number
@@ -101,30 +133,9 @@ export class VirtualTime {
     })
   }
 
-  /**
-   * A clock that reads `offset + rate * timeline` and whose sleeps last
-   * `duration / rate` of the timeline, rounded up, so a sleeper never wakes
-   * before its own clock has moved by the full duration.
-   */
+  /** A clock over this timeline: see {@link scaledClock}. */
   clock(r: Rate, offset: Duration.Duration = Duration.zero): Clock.Clock {
-    const offsetNanos = Duration.unsafeToNanos(offset)
-    const nanos = () => offsetNanos + (BigInt(this.now) * 1_000_000n * r.num) / r.den
-    const millis = () => Number(nanos() / 1_000_000n)
-    return {
-      [Clock.ClockTypeId]: Clock.ClockTypeId,
-      unsafeCurrentTimeMillis: millis,
-      currentTimeMillis: Effect.sync(millis),
-      unsafeCurrentTimeNanos: nanos,
-      currentTimeNanos: Effect.sync(nanos),
-      sleep: (duration) =>
-        Effect.suspend(() => {
-          const d = Duration.unsafeToNanos(duration)
-          if (d <= 0n) return Effect.void
-          const divisor = 1_000_000n * r.num
-          const base = (d * r.den + divisor - 1n) / divisor
-          return this.sleepMillis(Number(base))
-        })
-    }
+    return scaledClock({ millis: () => this.now, sleepMillis: (millis) => this.sleepMillis(millis) }, r, offset)
   }
 
   /** Runs every runnable fiber until all of them wait on time or on each other. */
