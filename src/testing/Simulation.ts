@@ -280,12 +280,20 @@ const fleetOptions = (options: Omit<CheckOptions, "runs" | "seed" | "path">): Fl
  * @since 0.1.0
  * @category running
  */
-export const check = (options: CheckOptions = {}): Promise<void> =>
-  fc.assert(property(options), {
+export const check = async (options: CheckOptions = {}): Promise<void> => {
+  const details = await fc.check(property(options), {
     numRuns: options.runs ?? 100,
     ...(options.seed === undefined ? {} : { seed: options.seed }),
     ...(options.path === undefined ? {} : { path: options.path, endOnFailure: true })
   })
+  if (!details.failed) return
+  // The violation and the (shrunk) schedule, then how to replay it.
+  const found = details.errorInstance instanceof Error ? details.errorInstance.message : fc.defaultReportMessage(details)
+  throw new Error(
+    `${found}\nfailed after ${details.numRuns} schedule(s), shrunk ${details.numShrinks} time(s); replay with ` +
+      `Simulation.check({ ...options, seed: ${details.seed}, path: "${details.counterexamplePath}" })`
+  )
+}
 
 /**
  * Counts what `check` ran, when passed as its `counters`.
