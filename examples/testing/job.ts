@@ -48,15 +48,12 @@ export class Sink {
   }
 }
 
-/** The job a leader runs: send a write every 200ms of its own clock. */
-export const job = (sink: Sink, term: Simulation.Term): Effect.Effect<never> => {
-  // Sent now, lands 2.5s later whatever happens to the sender's term.
-  const send = Effect.sleep("2500 millis").pipe(
-    Effect.zipRight(Effect.sync(() => sink.write(term.fence, term.identity))),
-    Effect.forkDaemon
-  )
-  return Effect.forever(Effect.zipRight(send, Effect.sleep("200 millis")))
-}
+/** The job a leader runs: send a write every 200ms of its own clock; each lands 2.5s later, whatever happens to the term. */
+export const job = (sink: Sink, term: Simulation.Term): Effect.Effect<never> =>
+  Effect.forever(Effect.zipRight(
+    Effect.forkDaemon(Effect.delay(Effect.sync(() => sink.write(term.fence, term.identity)), "2500 millis")),
+    Effect.sleep("200 millis")
+  ))
 
 /** The fleet's workload: every participant runs `job` while it leads; the sink is checked at every step. */
 export const workload = (options: { readonly fenced: boolean }) => (timeline: Simulation.Timeline): Simulation.Workload => {

@@ -13,7 +13,7 @@
  *
  * const program = Effect.gen(function*() {
  *   const faulty = FaultyStore.make(yield* MemoryStore.make())
- *   faulty.set(FaultyStore.hang, "renew") // renewals never answer from now on
+ *   faulty.set(FaultyStore.hang, "renew") // renewals never answer from now on (acquire still does)
  *   // ... provide Layer.succeed(Store.Store, faulty) to the code under test
  * })
  * ```

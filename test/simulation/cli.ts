@@ -11,7 +11,7 @@
  */
 import * as fc from "fast-check"
 import { parseArgs } from "node:util"
-import { Simulation } from "../../src/testing.js"
+import * as Simulation from "../../src/testing/Simulation.js"
 
 const { defaultConfig, shortConfig } = Simulation
 

@@ -392,9 +392,11 @@ export interface CaseFailure {
   readonly message: string
 }
 
-const firstLine = (cause: Cause.Cause<unknown>): string => {
+/** The failure's message, and its cause's (fast-check keeps the property's own error there). */
+const explain = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
-  return error instanceof Error ? error.message : String(error)
+  if (!(error instanceof Error)) return String(error)
+  return error.cause instanceof Error ? `${error.message}\n${error.cause.message}` : error.message
 }
 
 /**
@@ -409,7 +411,7 @@ export const checkStore = (harness: StoreHarness): Effect.Effect<ReadonlyArray<C
     for (const c of all) {
       const body = Effect.scoped(c.body)
       const exit = yield* Effect.exit(harness.live ? body : Effect.provide(body, TestContext.TestContext))
-      if (Exit.isFailure(exit)) failures.push({ name: c.name, message: firstLine(exit.cause) })
+      if (Exit.isFailure(exit)) failures.push({ name: c.name, message: explain(exit.cause) })
     }
     return failures
   })
