@@ -87,7 +87,10 @@ export class Oracle {
     if (message !== undefined) this.fail("invariant", at, message)
   }
 
-  noLeader(at: number, since: number, bound: number): void {
-    this.fail("no-leader-after-faults", at, `nobody led in the ${bound}ms after the faults stopped at ${since}`)
+  /** Ends the run at `at`: someone must have led in the `bound` after the faults stopped at `since`. */
+  finish(at: number, since: number, bound: number): void {
+    if (this.ledAt === undefined) {
+      this.fail("no-leader-after-faults", at, `nobody led in the ${bound}ms after the faults stopped at ${since}`)
+    }
   }
 }

@@ -362,7 +362,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
       oracle.sample(t, beliefs, lease, calmed)
       if (invariant !== undefined) oracle.invariant(t, invariant(t))
     }
-    if (oracle.violation === undefined && oracle.ledAt === undefined) oracle.noLeader(end, calmAt, bound)
+    oracle.finish(end, calmAt, bound)
     // Shut everyone down and let hanging calls time out, so that no fiber (nor
     // the timer Effect.never holds) outlives the run.
     for (const slot of slots) yield* stop(slot, false)
