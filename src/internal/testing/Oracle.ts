@@ -31,7 +31,7 @@ export interface Belief {
 export class Oracle {
   violation: Violation | undefined
   /** Work fibers running now, by `identity/fence`. */
-  private readonly running = new Map<string, { readonly identity: string; readonly fence: bigint }>()
+  private readonly running = new Map<string, { readonly identity: string; readonly fence: bigint; frozen: boolean }>()
   private readonly started = new Set<bigint>()
   private highest = 0n
   terms = 0
@@ -45,6 +45,8 @@ export class Oracle {
   onStart(identity: string, fence: bigint, at: number): void {
     this.terms++
     for (const other of this.running.values()) {
+      // A frozen process cannot stop its work: fencing is what covers it.
+      if (other.frozen) continue
       this.fail(
         "work-overlap",
         at,
@@ -57,7 +59,12 @@ export class Oracle {
     }
     this.started.add(fence)
     if (fence > this.highest) this.highest = fence
-    this.running.set(`${identity}/${fence}`, { identity, fence })
+    this.running.set(`${identity}/${fence}`, { identity, fence, frozen: false })
+  }
+
+  /** The process of `identity` froze: its work may go on after its term, until it thaws. */
+  onFreeze(identity: string): void {
+    for (const work of this.running.values()) if (work.identity === identity) work.frozen = true
   }
 
   onStop(identity: string, fence: bigint): void {

@@ -12,7 +12,10 @@
  * store-wide FaultyStore (database hangs) to the MemoryStore. A crash makes
  * every call of the dead process hang (nothing it sends arrives) and
  * interrupts its run, so it never releases; a restart is a clean shutdown,
- * if the slot runs, and a new elector with a new identity.
+ * if the slot runs, and a new elector with a new identity. A freeze holds
+ * every fiber of the process (its {@link Gate}) while its clock goes on; the
+ * oracle then lets its work outlive its term until it thaws, since no
+ * elector can stop a process that does not run (fencing covers that).
  *
  * ## Which clock rates the safety margin absorbs
  * A leader that sends a request at local instant s believes its lease until
@@ -39,7 +42,22 @@
  * someone has inspected the expired record, released it if it was its own,
  * and acquired it. The bound adds one sampling step and 10ms of rounding.
  */
-import { type Clock, Duration, Effect, Exit, Fiber, Logger, LogLevel, Option, Random, Runtime, Scope, TestClock } from "effect"
+import {
+  type Clock,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  FiberRef,
+  Logger,
+  LogLevel,
+  Option,
+  Random,
+  Runtime,
+  type Scheduler,
+  Scope,
+  TestClock
+} from "effect"
 import * as Elector from "../../Elector.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
@@ -47,12 +65,13 @@ import * as Faulty from "./FaultyStore.js"
 import { type Belief, Oracle, type Violation } from "./Oracle.js"
 import type { Faults, OpFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops } from "./Schedule.js"
-import { type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
+import { Gate, type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
 
 const election = "sim"
 
 interface Incarnation {
   readonly identity: string
+  readonly gate: Gate
   readonly elector: Elector.ElectorShape
   readonly path: Path
   readonly fiber: Fiber.RuntimeFiber<never, unknown>
@@ -183,6 +202,8 @@ export interface Driver {
   readonly clock: (r: Rate, offset?: Duration.Duration) => Clock.Clock
   /** Runs `effect` at the current instant; it must not wait on time. */
   readonly exec: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  /** The scheduler the fleet's fibers run on (each process through its own {@link Gate}). */
+  readonly scheduler: Scheduler.Scheduler
   /** Starts a fiber of the fleet. */
   readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
   /** Moves the timeline to `target`, letting every woken fiber run. */
@@ -195,6 +216,7 @@ export const virtualDriver = (): Driver => {
   return {
     millis: () => vt.millis,
     clock: (r, offset) => vt.clock(r, offset),
+    scheduler: vt.scheduler,
     exec: (effect) => Effect.sync(() => vt.run(effect)),
     fork: (effect) => vt.fork(effect),
     advanceTo: (target) => Effect.sync(() => vt.advanceTo(target))
@@ -209,12 +231,14 @@ export const virtualDriver = (): Driver => {
 export const testClockDriver: Effect.Effect<Driver> = Effect.gen(function*() {
   const testClock = yield* TestClock.testClock()
   const runtime = yield* Effect.runtime<never>()
+  const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
   const origin = testClock.unsafeCurrentTimeMillis()
   const millis = () => testClock.unsafeCurrentTimeMillis() - origin
   const timeline = { millis, sleepMillis: (ms: number) => testClock.sleep(Duration.millis(Math.max(1, Math.ceil(ms)))) }
   return {
     millis,
     clock: (r, offset) => scaledClock(timeline, r, offset),
+    scheduler,
     exec: (effect) => effect,
     fork: (effect) => Runtime.runFork(runtime)(effect),
     advanceTo: (target) => Effect.suspend(() => testClock.adjust(Duration.millis(target - millis())))
@@ -259,6 +283,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
         const via = path(storeWide.store)
         via.set(slot.faults)
         const clock = driver.clock(slot.rate, Duration.hours(slot.index * 7))
+        const gate = new Gate(driver.scheduler)
         const elector = yield* driver.exec(
           Elector.make({
             name: election,
@@ -268,11 +293,17 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
             retryPeriod: Duration.millis(config.retryPeriod),
             operationTimeout: Duration.millis(config.operationTimeout),
             onStartedLeading: work(slot.index, identity)
-          }).pipe(Effect.provideService(Store.Store, via.store), Effect.withClock(clock), Scope.extend(scope), Effect.orDie)
+          }).pipe(
+            Effect.provideService(Store.Store, via.store),
+            Effect.withClock(clock),
+            Scope.extend(scope),
+            Effect.orDie,
+            Effect.withScheduler(gate)
+          )
         )
         const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
-        const fiber = driver.fork(quiet(Effect.withRandom(elector.run, Random.make(seed))))
-        slot.current = { identity, elector, path: via, fiber }
+        const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(elector.run, Random.make(seed))), gate))
+        slot.current = { identity, gate, elector, path: via, fiber }
       })
 
     const stop = (slot: Slot, crash: boolean) =>
@@ -315,11 +346,47 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
           )
         case "StepBack":
           return driver.exec(dbClock.stepBack(Duration.millis(event.millis)))
+        case "Freeze":
+          return Effect.map(target(event.slot), (slot) => {
+            const current = slot?.current
+            if (current === undefined) return
+            current.gate.freeze()
+            oracle.onFreeze(current.identity)
+            thaws.push({ at: driver.millis() + event.millis, gate: current.gate })
+            thaws.sort((a, b) => a.at - b.at)
+          })
       }
     }
 
+    /** Frozen processes, by the instant they thaw. */
+    const thaws: Array<{ readonly at: number; readonly gate: Gate }> = []
+    const thawAll = () => {
+      for (const { gate } of thaws.splice(0)) gate.thaw()
+    }
+
+    /** Handles the events and thaws due by `t`, in time order (a thaw first on a tie). */
+    const until = (t: number) =>
+      Effect.gen(function*() {
+        for (;;) {
+          const event = schedule.events[next]
+          const thaw = thaws[0]
+          const eventAt = event !== undefined && event.at <= t ? event.at : Infinity
+          const thawAt = thaw !== undefined && thaw.at <= t ? thaw.at : Infinity
+          if (eventAt === Infinity && thawAt === Infinity) return
+          if (thawAt <= eventAt) {
+            yield* driver.advanceTo(thawAt)
+            thaws.shift()!.gate.thaw()
+          } else {
+            next++
+            yield* driver.advanceTo(eventAt)
+            yield* handle(event!)
+          }
+        }
+      })
+
     const calm = Effect.suspend(() => {
       storeWide.set(undefined)
+      thawAll()
       return Effect.forEach(slots, (slot) => {
         slot.faults = undefined
         if (slot.current === undefined) return start(slot)
@@ -348,10 +415,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
     let next = 0
     let calmed = false
     for (let t = 0; t <= end && oracle.violation === undefined; t += options.step) {
-      for (let e = schedule.events[next]; e !== undefined && e.at <= t; e = schedule.events[++next]) {
-        yield* driver.advanceTo(e.at)
-        yield* handle(e)
-      }
+      yield* until(t)
       if (!calmed && t >= calmAt) {
         yield* driver.advanceTo(calmAt)
         yield* calm

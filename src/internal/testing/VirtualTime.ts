@@ -86,13 +86,40 @@ class SimScheduler implements Scheduler.Scheduler {
   }
 }
 
+/**
+ * The scheduler of one process of the fleet: passes its fibers' tasks on to
+ * the simulation's scheduler, except while the process is frozen (a GC
+ * pause, SIGSTOP, a VM migration), when it holds them. Its clock keeps
+ * going, so everything that fell due runs, in order, when it thaws.
+ */
+export class Gate implements Scheduler.Scheduler {
+  private held: Array<Scheduler.Task> | undefined
+  constructor(private readonly next: Scheduler.Scheduler) {}
+  scheduleTask(task: Scheduler.Task, priority: number): void {
+    if (this.held === undefined) this.next.scheduleTask(task, priority)
+    else this.held.push(task)
+  }
+  shouldYield(fiber: Fiber.RuntimeFiber<unknown, unknown>): number | false {
+    return this.next.shouldYield(fiber)
+  }
+  freeze(): void {
+    this.held ??= []
+  }
+  thaw(): void {
+    const held = this.held ?? []
+    this.held = undefined
+    for (const task of held) this.next.scheduleTask(task, 0)
+  }
+}
+
 export class VirtualTime {
   /** The timeline, in milliseconds; the database clock follows it at rate 1. */
   private now = 0
   private seq = 0
   /** Sorted by (at, seq). */
   private sleepers: Array<Sleeper> = []
-  private readonly scheduler = new SimScheduler()
+  /** Every fiber of the simulation runs on it, directly or through a {@link Gate}. */
+  readonly scheduler = new SimScheduler()
 
   get millis(): number {
     return this.now
