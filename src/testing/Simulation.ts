@@ -3,8 +3,9 @@
  * one in-memory store on virtual time; each participant runs your work (an
  * Effect, as given to `whileLeader`) while it leads, on its own clock rate;
  * the database clock may step back; a fault schedule partitions
- * participants, hangs the database, loses or slows replies, crashes and
- * restarts processes. At every sampled instant the library's oracle checks
+ * participants, hangs the database, loses or slows replies, crashes,
+ * restarts and (opt in: `freezes` in the schedule options) freezes
+ * processes. At every sampled instant the library's oracle checks
  * the election (one leader, fences never reused nor going backwards, terms
  * never overlapping, the leader holds the record, someone leads again after
  * the faults) and your invariant checks what your work did.
