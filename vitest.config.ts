@@ -1,6 +1,14 @@
+import { fileURLToPath } from "node:url"
 import { configDefaults, defineConfig } from "vitest/config"
 
 export default defineConfig({
+  resolve: {
+    // packages/cli imports the library by its package name: serve it from src/.
+    alias: [
+      { find: /^effect-leaderelection$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
+      { find: /^effect-leaderelection\/(.*)$/, replacement: fileURLToPath(new URL("./src/", import.meta.url)) + "$1.ts" }
+    ]
+  },
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     // Real-server chaos runs separately: `npm run test:chaos`.
@@ -11,9 +19,6 @@ export default defineConfig({
     coverage: {
       provider: "v8",
       include: ["src/**/*.ts"],
-      // The bin entry only hands process.argv to src/internal/cli.ts (tested
-      // in-process); test/cli.test.ts spawns it, which coverage cannot see.
-      exclude: ["src/bin/cli.ts"],
       reporter: ["text-summary", "text"],
       thresholds: {
         statements: 100

@@ -9,6 +9,11 @@
  * from when the request was sent, less a safety margin; nothing about
  * stepping down waits on the database.
  *
+ * User code is untrusted: a failing callback or finalizer is logged and
+ * counted, never the end of the elector; work that fails ends its term (see
+ * `onWorkFailure`); advisory callbacks (`onNewLeader`, `onStoppedLeading`)
+ * run in order on a fiber of their own, off the path that keeps the lease.
+ *
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
@@ -25,12 +30,12 @@ import type * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
-import type { AlreadyRunning, IdentityError, InvalidConfig, LastError } from "./ElectorError.js"
+import type { AlreadyRunning, DuplicateIdentity, IdentityError, InvalidConfig, LastError } from "./ElectorError.js"
 import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
 import * as statusJson from "./internal/status.js"
 import { Leadership, type LeadershipShape } from "./Leadership.js"
-import type { Store } from "./Store.js"
+import type { Store, StoreError } from "./Store.js"
 
 /**
  * What a participant asks for. Every field but `name` has a default.
@@ -44,6 +49,9 @@ import type { Store } from "./Store.js"
  * | `operationTimeout` | 3 seconds |
  * | `safetyMargin` | leaseDuration / 10, at least 1 second |
  * | `disableRelease` | false |
+ * | `onWorkFailure` | `"stepDown"` |
+ * | `workFailureBackoff` | leaseDuration |
+ * | `failFast` | false |
  *
  * Limits, checked by `validate`, `make` and `layer` (an `InvalidConfig`
  * naming the field): `name` and `identity` at most 1020 bytes of UTF-8, no
@@ -60,7 +68,9 @@ export interface ElectorConfig {
   /**
    * Distinguishes this participant. Must be unique across restarts: a stable
    * identity (say, a StatefulSet pod name) lets a restarted process renew the
-   * lease its stalled predecessor may still believe it holds.
+   * lease its stalled predecessor may still believe it holds. Two electors
+   * with one identity in one process are refused (`DuplicateIdentity`);
+   * across processes the store cannot tell them apart, so nothing can.
    */
   readonly identity?: string | undefined
   /** Published with the lease, readable by followers (e.g. the leader's address). */
@@ -78,15 +88,50 @@ export interface ElectorConfig {
   /** Keep the lease on shutdown instead of releasing it. */
   readonly disableRelease?: boolean | undefined
   /**
+   * What a term does when its work fails or dies: the effect returned by
+   * `onStartedLeading`, or any effect forked with `Leadership.fork` (so the
+   * work of `whileLeader`). Interruption is not a failure.
+   *
+   * - `"stepDown"` (default): the failure is logged and counted, the term
+   *   ends (step-down reason `failed`), the lease is released so that a
+   *   healthy participant can take over, and this participant waits
+   *   `workFailureBackoff` before it claims again. A leader whose work has
+   *   died would otherwise hold the lease while doing nothing.
+   * - `"keepLeading"`: the failure is logged and counted; the term goes on.
+   */
+  readonly onWorkFailure?: "stepDown" | "keepLeading" | undefined
+  /** After a term ended because its work failed, how long to wait before claiming again. */
+  readonly workFailureBackoff?: Duration.DurationInput | undefined
+  /**
+   * When the first store call fails with a fatal `StoreError` (bad
+   * credentials, missing table, no privilege), fail `ready`, and with it the
+   * build of `Elector.layer`, instead of only reporting it and retrying.
+   */
+  readonly failFast?: boolean | undefined
+  /**
    * Runs for each term, as a fiber in the term's scope, interrupted the
-   * instant leadership becomes uncertain. Its failures are logged.
+   * instant leadership becomes uncertain. A failure or defect (a synchronous
+   * throw included) is logged and counted, and handled as `onWorkFailure`
+   * says.
    */
   readonly onStartedLeading?: ((fence: bigint) => Effect.Effect<unknown, unknown>) | undefined
-  /** Runs after each term, once its work and finalizers have finished. */
+  /**
+   * Advisory. Runs after each term, once its work has been interrupted, its
+   * finalizers have run and the lease has been released (or the release
+   * given up), on the advisory callback fiber (see `onNewLeader`).
+   */
   readonly onStoppedLeading?: Effect.Effect<unknown> | undefined
   /**
    * Runs when a new term is observed (a different holder, or a new fence),
    * possibly this participant's own. Advisory: never decide leadership on it.
+   *
+   * Advisory callbacks (`onNewLeader`, `onStoppedLeading`) run one at a time,
+   * in the order of the events, on a fiber of their own: never on the path
+   * that claims, renews or releases the lease, so a slow one delays nothing
+   * but the advisory callbacks after it. At most 64 wait; further ones are
+   * dropped and counted (`Metrics.callbacksDropped`). Their failures are
+   * logged and counted (`Metrics.callbackFailures`). At shutdown the waiting
+   * ones get at most `operationTimeout` to finish.
    */
   readonly onNewLeader?: ((identity: string, fence: bigint) => Effect.Effect<unknown>) | undefined
 }
@@ -109,6 +154,9 @@ export interface ResolvedConfig {
   /** max(renewInterval / 4, 50ms): the pause before retrying a failed renewal. */
   readonly retryDelay: Duration.Duration
   readonly disableRelease: boolean
+  readonly onWorkFailure: "stepDown" | "keepLeading"
+  readonly workFailureBackoff: Duration.Duration
+  readonly failFast: boolean
 }
 
 /**
@@ -131,7 +179,11 @@ export interface Status {
   readonly observedAt: Option.Option<Date>
   /** Local instant by which this participant stops leading unless it renews. */
   readonly validUntil: Option.Option<Date>
-  /** The latest failure, cleared by the next success. */
+  /**
+   * The latest failure, cleared by the next success of the same store
+   * operation (a lost or locally expired lease: by the next lease held), so
+   * it stays set for as long as that operation keeps failing.
+   */
   readonly lastError: Option.Option<LastError>
 }
 
@@ -149,12 +201,21 @@ export interface ElectorShape {
   /** The status each time it changes. */
   readonly changes: Stream.Stream<Status>
   /**
-   * Takes part in the election until interrupted. Store errors never fail
-   * it. When it stops, leadership is fully relinquished: the term's work was
-   * interrupted, its finalizers ran, `onStoppedLeading` ran and the lease was
-   * released (unless `disableRelease`).
+   * Takes part in the election until interrupted. Neither store errors nor
+   * user callbacks ever fail it. When it stops, leadership is fully
+   * relinquished: the term's work was interrupted, its finalizers ran and the
+   * lease was released (unless `disableRelease`); `onStoppedLeading` is
+   * queued on the advisory fiber, and closing the elector's scope gives the
+   * queued advisory callbacks at most `operationTimeout` to finish.
    */
   readonly run: Effect.Effect<never, AlreadyRunning>
+  /**
+   * Completes once `run`'s first store call has answered (a success or an
+   * error, a timeout included). With `failFast`, fails with that answer when
+   * it is a fatal `StoreError`. Should `run` ever stop on anything but
+   * interruption (it is built never to), fails with that cause.
+   */
+  readonly ready: Effect.Effect<void, StoreError>
   /** Waits for a term (the current one, if leading) and returns it. */
   readonly leadership: Effect.Effect<LeadershipShape>
 }
@@ -220,7 +281,9 @@ export const generateIdentity: Effect.Effect<string, IdentityError> = config.gen
 /**
  * Builds an elector without starting it; `run` takes part in the election.
  * The elector captures the `Clock` in scope when it is made and uses it for
- * every deadline, so `TestClock` drives it in tests.
+ * every deadline, so `TestClock` drives it in tests. Fails with
+ * `DuplicateIdentity` while another elector with the same name and identity
+ * lives in this process (until its scope closes).
  *
  * @since 0.1.0
  * @category constructors
@@ -237,11 +300,13 @@ export const generateIdentity: Effect.Effect<string, IdentityError> = config.gen
  */
 export const make: (
   config: ElectorConfig
-) => Effect.Effect<ElectorShape, InvalidConfig | IdentityError, Store | Scope.Scope> = internal.make
+) => Effect.Effect<ElectorShape, InvalidConfig | IdentityError | DuplicateIdentity, Store | Scope.Scope> = internal.make
 
 /**
  * An elector that takes part in the election for as long as the layer lives,
- * and relinquishes leadership when it is torn down.
+ * and relinquishes leadership when it is torn down. With `failFast`, the
+ * layer is built once the first store call has answered, and its build fails
+ * when that answer is a fatal `StoreError`.
  *
  * @since 0.1.0
  * @category layers
@@ -257,10 +322,16 @@ export const make: (
  * Elector.whileLeader(reconcile).pipe(Effect.provide(ElectorLive), Effect.runFork)
  * ```
  */
-export const layer = (config: ElectorConfig): Layer.Layer<Elector, InvalidConfig | IdentityError, Store> =>
+export const layer = (
+  config: ElectorConfig
+): Layer.Layer<Elector, InvalidConfig | IdentityError | DuplicateIdentity | StoreError, Store> =>
   Layer.scoped(
     Elector,
-    Effect.tap(make(config), (elector) => Effect.forkScoped(elector.run))
+    Effect.tap(make(config), (elector) =>
+      Effect.zipRight(
+        Effect.forkScoped(elector.run),
+        elector.config.failFast ? elector.ready : Effect.void
+      ))
   )
 
 /**
@@ -287,15 +358,23 @@ export const layer = (config: ElectorConfig): Layer.Layer<Elector, InvalidConfig
  */
 export const layerConfig = (
   config: Config.Config.Wrap<ElectorConfig>
-): Layer.Layer<Elector, ConfigError.ConfigError | InvalidConfig | IdentityError, Store> =>
+): Layer.Layer<
+  Elector,
+  ConfigError.ConfigError | InvalidConfig | IdentityError | DuplicateIdentity | StoreError,
+  Store
+> =>
   Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
 
 /**
  * Runs `effect` in every term this participant leads, with the term's
  * {@link Leadership} (fence token and scope) in its context. It is
  * interrupted the instant leadership becomes uncertain and started again in
- * the next term. If it completes, it waits for the next term; if it fails,
- * `whileLeader` fails with its error.
+ * the next term. If it completes, it waits for the next term. If it fails or
+ * dies, `whileLeader` fails with its error and, by default
+ * (`onWorkFailure: "stepDown"`), the term ends too: the lease is released so
+ * that a healthy participant takes over, and this one waits
+ * `workFailureBackoff` before claiming again. With
+ * `onWorkFailure: "keepLeading"` the term goes on without the work.
  *
  * @since 0.1.0
  * @category combinators

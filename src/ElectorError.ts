@@ -83,6 +83,33 @@ export class AlreadyRunning extends Data.TaggedError("AlreadyRunning")<{
 }
 
 /**
+ * Another elector with the same election `name` and `identity` is already
+ * running in this process. Two participants sharing an identity would both
+ * pass for the holder of one lease: each would renew the other's term, take
+ * turns with fresh fences, and neither could tell. Each participant needs an
+ * identity of its own; the pair is free again once the first elector's scope
+ * closes. Duplicates in different processes cannot be detected this way.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import { ElectorError } from "effect-leaderelection"
+ *
+ * new ElectorError.DuplicateIdentity({ name: "jobs", identity: "a" }).message
+ * ```
+ */
+export class DuplicateIdentity extends Data.TaggedError("DuplicateIdentity")<{
+  readonly name: string
+  readonly identity: string
+}> {
+  override get message(): string {
+    return `an elector for "${this.name}" with identity ${this.identity} is already running in this process: ` +
+      `every participant needs an identity of its own`
+  }
+}
+
+/**
  * The system's randomness source failed while generating an identity. There
  * is deliberately no fallback to a predictable value: a restarted process that
  * reused its predecessor's identity could renew a lease that predecessor

@@ -33,7 +33,9 @@ export interface LeadershipShape {
   readonly scope: Scope.Scope
   /**
    * Runs `effect` as part of the term: it is interrupted the instant the
-   * term ends, before the term's finalizers run.
+   * term ends, before the term's finalizers run. If it fails or dies, the
+   * failure is logged and counted and, unless the elector was configured
+   * with `onWorkFailure: "keepLeading"`, the term ends.
    */
   readonly fork: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R>
   /** Re-checks the term's deadline against the clock. */

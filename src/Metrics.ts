@@ -82,12 +82,13 @@ export const renewLatency = Metric.timerWithBoundaries(
  *
  * - `expired`: the local deadline passed before a renewal confirmed the lease;
  * - `lost`: a renewal found the lease held by someone else, or gone;
- * - `shutdown`: the elector was stopped.
+ * - `shutdown`: the elector was stopped;
+ * - `failed`: the term's work failed (`onWorkFailure: "stepDown"`, the default).
  *
  * @since 0.1.0
  * @category models
  */
-export type StepDownReason = "expired" | "lost" | "shutdown"
+export type StepDownReason = "expired" | "lost" | "shutdown" | "failed"
 
 /**
  * Terms ended, tagged with `reason` ({@link StepDownReason}).
@@ -103,7 +104,7 @@ export type StepDownReason = "expired" | "lost" | "shutdown"
  * ```
  */
 export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
-  description: "Leadership terms that ended, by reason (expired, lost, shutdown)",
+  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed)",
   incremental: true
 })
 
@@ -147,4 +148,74 @@ export const storeErrors = Metric.counter("leaderelection_store_errors_total", {
  */
 export const info = Metric.gauge("leaderelection_info", {
   description: "1 for each running participant, tagged with its election and identity"
+})
+
+/**
+ * Which user code failed: the value of the `callback` tag of
+ * {@link callbackFailures}. `work` is an effect forked with
+ * `Leadership.fork` (e.g. by `Elector.whileLeader`); `finalizer` a finalizer
+ * added to `Leadership.scope`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Callback = "onStartedLeading" | "onStoppedLeading" | "onNewLeader" | "work" | "finalizer"
+
+/**
+ * User callbacks that failed, tagged with `callback` ({@link Callback}) and
+ * `outcome`: `failure` (an error), `defect` (a throw or `Effect.die`) or
+ * `interrupt` (it interrupted itself). Each is also logged with its cause;
+ * none stops the elector.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const failed = Metric.value(Metrics.callbackFailures.pipe(Metric.tagged("election", "jobs"), Metric.tagged("callback", "onNewLeader"), Metric.tagged("outcome", "defect")))
+ * ```
+ */
+export const callbackFailures = Metric.counter("leaderelection_callback_failures_total", {
+  description: "User callbacks that failed, by callback and outcome (failure, defect, interrupt)",
+  incremental: true
+})
+
+/**
+ * Advisory callbacks (`onNewLeader`, `onStoppedLeading`) dropped because 64
+ * were already waiting for a slow callback ahead of them.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const dropped = Metric.value(Metrics.callbacksDropped.pipe(Metric.tagged("election", "jobs")))
+ * ```
+ */
+export const callbacksDropped = Metric.counter("leaderelection_callbacks_dropped_total", {
+  description: "Advisory callbacks dropped because their queue was full",
+  incremental: true
+})
+
+/**
+ * 1 while a store operation of this participant fails with fatal errors (it
+ * needs an operator: bad credentials, missing table, no privilege), until a
+ * call of that operation succeeds; 0 otherwise. Alert on it.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const failing = Metric.value(Metrics.storeFatal.pipe(Metric.tagged("election", "jobs")))
+ * ```
+ */
+export const storeFatal = Metric.gauge("leaderelection_store_fatal", {
+  description: "1 while store calls of this participant fail with fatal errors, 0 otherwise"
 })

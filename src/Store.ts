@@ -174,7 +174,9 @@ export interface StoreShape {
   ) => Effect.Effect<Lease, LeaseLost | StoreError>
   /**
    * Ends a term early so a successor need not wait for expiry, guarded by
-   * holder and fence. The record is kept, expired, so its fence keeps counting.
+   * holder and fence. The record is kept, expired, so its fence keeps counting,
+   * with `renewedAt` and `expiresAt` set to the same instant: a released lease
+   * has `expiresAt <= renewedAt`, one that ran out a whole TTL between them.
    * Releasing a lease the caller no longer holds succeeds.
    */
   readonly release: (name: string, identity: string, fence: bigint) => Effect.Effect<void, StoreError>

@@ -16,7 +16,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
-import type * as Fiber from "effect/Fiber"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -379,8 +379,12 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   const program = (current: Run): Effect.Effect<never, unknown> =>
     Effect.gen(function*() {
       const elector = yield* Elector.make(electorConfig)
+      const running = yield* Effect.fork(elector.run)
+      // Under failFast, start() settles on the first store answer and rejects
+      // with a fatal one; the race also fails the start if run ends first.
+      if (elector.config.failFast) yield* Effect.raceFirst(elector.ready, Fiber.join(running))
       yield* Effect.sync(() => started(current, elector))
-      return yield* elector.run
+      return yield* Fiber.join(running)
     }).pipe(Effect.scoped, Effect.provide(layer), logged)
 
   const launch = () => {

@@ -26,7 +26,8 @@ describe("Elector config", () => {
       retryPeriod: millis(config.retryPeriod),
       operationTimeout: millis(config.operationTimeout),
       safetyMargin: millis(config.safetyMargin),
-      retryDelay: millis(config.retryDelay)
+      retryDelay: millis(config.retryDelay),
+      workFailureBackoff: millis(config.workFailureBackoff)
     }).toEqual({
       name: "jobs",
       identity: "a",
@@ -37,7 +38,10 @@ describe("Elector config", () => {
       operationTimeout: 3_000,
       safetyMargin: 1_500,
       retryDelay: 1_250,
-      disableRelease: false
+      disableRelease: false,
+      onWorkFailure: "stepDown",
+      workFailureBackoff: 15_000,
+      failFast: false
     })
   })
 

@@ -1,18 +1,21 @@
 import { execFile } from "node:child_process"
 import { NodeContext } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Console, Duration, Effect, Either, Fiber, type Scope } from "effect"
+import { Cause, Console, Duration, Effect, Either, Fiber, type Scope } from "effect"
 import mysql from "mysql2/promise"
 import pg from "pg"
-import { formatMillis, main } from "../src/internal/cli.js"
+import { EventEmitter } from "node:events"
+import { formatMillis, main, type Terminal, untilClosed } from "../packages/cli/src/cli.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
 
 const mysqlUrl = "mysql://root@127.0.0.1:3306/test"
 
-/** Runs the command line in-process with its console captured. */
-const cli = (...args: ReadonlyArray<string>) =>
+/** Runs the command line in-process with its console captured, as if both streams were pipes. */
+const cli = (...args: ReadonlyArray<string>) => cliOn({ stdout: false, stderr: false }, ...args)
+
+const cliOn = (terminal: Terminal, ...args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const out: Array<string> = []
     const err: Array<string> = []
@@ -23,14 +26,20 @@ const cli = (...args: ReadonlyArray<string>) =>
       error: (...line) => Effect.sync(() => void err.push(line.join(" ")))
     }
     const exit = yield* Effect.exit(
-      main(["node", "leaderelection", ...args]).pipe(Effect.withConsole(captured), Effect.provide(NodeContext.layer))
+      main(["node", "leaderelection", ...args], terminal).pipe(
+        Effect.withConsole(captured),
+        Effect.provide(NodeContext.layer)
+      )
     )
     return { exit, out, err, stdout: () => out.join("\n"), stderr: () => err.join("\n") }
   })
 
 const cells = (line: string | undefined) => (line ?? "").split(/\s{2,}/)
 
-/** Fills a table with one held lease ("alpha") and one released lease ("beta"). */
+/**
+ * Fills a table with one held lease ("alpha"), one released lease ("beta")
+ * and one that ran out ("gamma").
+ */
 const seed = (store: PgStore.PgStore | MysqlStore.MysqlStore) =>
   Effect.gen(function*() {
     yield* store.ensureSchema
@@ -38,6 +47,8 @@ const seed = (store: PgStore.PgStore | MysqlStore.MysqlStore) =>
     yield* store.acquire("beta", "node-b", Duration.seconds(15), null)
     yield* store.acquire("beta", "node-b", Duration.seconds(15), null)
     yield* store.release("beta", "node-b", 1n)
+    yield* store.acquire("gamma", "node-c", Duration.millis(50), new Uint8Array([1, 2, 3]))
+    yield* Effect.sleep("100 millis")
   })
 
 interface Dialect {
@@ -89,15 +100,36 @@ for (const dialect of dialects) {
         const run = yield* cli("status", "--url", dialect.url, "--table", dialect.table)
         expect(run.err).toEqual([])
         expect(run.exit._tag).toBe("Success")
-        const [header, alpha, beta, ...rest] = run.stdout().split("\n")
+        const [header, alpha, beta, gamma, ...rest] = run.stdout().split("\n")
         expect(rest).toEqual([])
         expect(cells(header)).toEqual(["ELECTION", "HOLDER", "FENCE", "REMAINING", "TERM AGE", "STATE"])
         const [name, holder, fence, remaining, age, state] = cells(alpha)
         expect([name, holder, fence, state]).toEqual(["alpha", "node-a", "1", "leading"])
         expect(remaining).toMatch(/^1[0-5]\.\ds$/)
         expect(age).toMatch(/^(\d+ms|\d\.\ds)$/)
-        // Released: the row stays, expired, so its fence keeps counting.
-        expect(cells(beta)).toEqual(["beta", "node-b", "1", expect.stringMatching(/^-?\d+ms$|^-\d+\.\ds$/), expect.any(String), "vacant (nobody leads)"])
+        // Vacant rows: no remaining lease, no term age; how long ago they were released or ran out.
+        expect(cells(beta)).toEqual(["beta", "node-b", "1", "-", "-", expect.stringMatching(/^released \d+ms ago \(nobody leads\)$/)])
+        expect(cells(gamma)).toEqual(["gamma", "node-c", "1", "-", "-", expect.stringMatching(/^expired \d+ms ago \(nobody leads\)$/)])
+      }))
+
+    it.live("status --json is one object: every election with its state and durations", () =>
+      Effect.gen(function*() {
+        const run = yield* cli("status", "--json", "--url", dialect.url, "--table", dialect.table)
+        expect(run.err).toEqual([])
+        expect(run.out).toHaveLength(1)
+        const snapshot = JSON.parse(run.out[0] ?? "")
+        expect(snapshot.at).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/)
+        expect(snapshot.table).toContain(dialect.table)
+        const [alpha, beta, gamma] = snapshot.elections
+        expect(alpha).toMatchObject({ name: "alpha", holder: "node-a", fence: "1", state: "leading", vacantForMs: null, payload: null })
+        expect(alpha.remainingMs).toBeGreaterThan(10_000)
+        expect(alpha.remainingMs).toBeLessThanOrEqual(15_000)
+        expect(alpha.termAgeMs).toBeGreaterThanOrEqual(0)
+        expect(Date.parse(alpha.expiresAt) - Date.parse(alpha.now)).toBe(alpha.remainingMs)
+        expect(beta).toMatchObject({ name: "beta", state: "released", remainingMs: null, termAgeMs: null })
+        expect(beta.vacantForMs).toBeGreaterThanOrEqual(0)
+        expect(gamma).toMatchObject({ name: "gamma", state: "expired", fence: "1", payload: "AQID", remainingMs: null })
+        expect(gamma.vacantForMs).toBeGreaterThanOrEqual(50)
       }))
 
     it.live("status on an empty table says so; the URL can come from DATABASE_URL", () =>
@@ -172,6 +204,72 @@ describe("leaderelection watch output", () => {
       const run = yield* cli("watch", "--url", directUrl, "--interval", "0")
       expect(run.exit._tag).toBe("Failure")
       expect(run.err).toEqual(["leaderelection: --interval must be at least 1 second"])
+    }))
+})
+
+describe("leaderelection --json and terminals", () => {
+  const table = uniqueTable("clijson")
+  afterAll(() => withPg((client) => client.query(`DROP TABLE IF EXISTS ${table}`)))
+
+  it.live("watch --json prints one JSON object per line, per interval", () =>
+    Effect.gen(function*() {
+      yield* Effect.scoped(Effect.flatMap(PgStore.makeFromUrl(directUrl, { table }), seed))
+      const out: Array<string> = []
+      const base = yield* Effect.console
+      const captured: Console.Console = { ...base, log: (...line) => Effect.sync(() => void out.push(line.join(" "))) }
+      const fiber = yield* Effect.fork(
+        main(["node", "leaderelection", "watch", "--json", "--url", directUrl, "--table", table, "--interval", "1"]).pipe(
+          Effect.withConsole(captured),
+          Effect.provide(NodeContext.layer)
+        )
+      )
+      yield* Effect.sleep("1500 millis")
+      yield* Fiber.interrupt(fiber)
+      expect(out).toHaveLength(2)
+      for (const line of out) {
+        expect(line).not.toContain("\n")
+        const snapshot = JSON.parse(line)
+        expect(snapshot.elections.map((e: { state: string }) => e.state)).toEqual(["leading", "released", "expired"])
+      }
+    }))
+
+  it.live("no ANSI escapes on a stream that is not a terminal; @effect/cli's styling on one that is", () =>
+    Effect.gen(function*() {
+      const escape = "\u001b["
+      const piped = yield* cli("--help")
+      expect(piped.stdout()).toContain("leaderelection")
+      expect(piped.stdout()).not.toContain(escape)
+      const tty = yield* cliOn({ stdout: true, stderr: true }, "--help")
+      expect(tty.stdout()).toContain(escape)
+      expect(tty.stdout().replace(/\u001b\[[0-9;]*m/g, "")).toBe(piped.stdout())
+      const saved = process.env["DATABASE_URL"]
+      delete process.env["DATABASE_URL"]
+      const missing = yield* cli("status").pipe(Effect.ensuring(Effect.sync(() => {
+        if (saved !== undefined) process.env["DATABASE_URL"] = saved
+      })))
+      expect(missing.stderr() + missing.stdout()).toContain("--url")
+      expect(missing.stderr() + missing.stdout()).not.toContain(escape)
+    }))
+
+  it.live("untilClosed ends on EPIPE and dies on any other error of the stream", () =>
+    Effect.gen(function*() {
+      const stream = new EventEmitter()
+      const closing = yield* Effect.fork(untilClosed(stream))
+      yield* Effect.yieldNow()
+      stream.emit("error", Object.assign(new Error("write EPIPE"), { code: "EPIPE" }))
+      expect((yield* Fiber.await(closing))._tag).toBe("Success")
+      // Still listening: a later write's EPIPE must not crash the process while finalizers run.
+      expect(stream.listenerCount("error")).toBe(1)
+      stream.emit("error", Object.assign(new Error("write EPIPE"), { code: "EPIPE" }))
+      const interrupted = yield* Effect.fork(untilClosed(stream))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(interrupted)
+      expect(stream.listenerCount("error")).toBe(1)
+      const failing = yield* Effect.fork(untilClosed(stream))
+      yield* Effect.yieldNow()
+      stream.emit("error", Object.assign(new Error("write EIO"), { code: "EIO" }))
+      const exit = yield* Fiber.await(failing)
+      expect(exit._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
     }))
 })
 
@@ -267,7 +365,7 @@ describe("formatMillis", () => {
 describe("the leaderelection bin", () => {
   const bin = (...args: Array<string>) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-      execFile("node_modules/.bin/tsx", ["src/bin/cli.ts", ...args], { timeout: 30_000 }, (error, stdout, stderr) =>
+      execFile("node_modules/.bin/tsx", ["packages/cli/src/bin.ts", ...args], { timeout: 30_000 }, (error, stdout, stderr) =>
         resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr })
       )
     )
@@ -276,6 +374,27 @@ describe("the leaderelection bin", () => {
     const run = await bin("schema", "--dialect", "mysql")
     expect(run.code).toBe(0)
     expect(run.stdout).toBe(`${Either.getOrThrow(MysqlStore.schema("", "leader_election"))}\n`)
+  })
+
+  it("prints no ANSI escapes into a pipe", async () => {
+    const run = await bin("--help")
+    expect(run.code).toBe(0)
+    expect(run.stdout).toContain("USAGE")
+    expect(run.stdout).not.toContain("\u001b[")
+  })
+
+  it("watch piped into `head -1` exits cleanly when head goes away", async () => {
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+      execFile(
+        "bash",
+        ["-c", `set -o pipefail; node_modules/.bin/tsx packages/cli/src/bin.ts watch --url ${directUrl} --interval 1 | head -1`],
+        { timeout: 30_000 },
+        (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr })
+      )
+    )
+    expect(run.stderr).toBe("")
+    expect(run.code).toBe(0)
+    expect(run.stdout).toMatch(/^-- .*\(Ctrl-C to stop\)\n$/)
   })
 
   it("exits non-zero with one line on stderr on failure", async () => {

@@ -33,7 +33,13 @@ export const generateIdentity: Effect.Effect<string, IdentityError> = Effect.try
   catch: (cause) => new IdentityError({ cause })
 })
 
-type DurationField = "leaseDuration" | "renewInterval" | "retryPeriod" | "operationTimeout" | "safetyMargin"
+type DurationField =
+  | "leaseDuration"
+  | "renewInterval"
+  | "retryPeriod"
+  | "operationTimeout"
+  | "safetyMargin"
+  | "workFailureBackoff"
 
 /** The fields a config may carry, each refused with its name when it has the wrong type. */
 const optional = (
@@ -103,6 +109,15 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, In
         }) but only leaseDuration-safetyMargin (${formatDuration(available)}) is available`
       })
     }
+    const onWorkFailure = config.onWorkFailure ?? "stepDown"
+    if (onWorkFailure !== "stepDown" && onWorkFailure !== "keepLeading") {
+      return yield* new InvalidConfig({
+        field: "onWorkFailure",
+        reason: `must be "stepDown" or "keepLeading", got ${JSON.stringify(String(onWorkFailure))}`
+      })
+    }
+    const workFailureBackoff = yield* duration("workFailureBackoff", leaseDuration)
+    yield* optional("failFast", config.failFast, Predicate.isBoolean, "a boolean")
     return {
       name,
       identity: identity ?? (yield* generateIdentity),
@@ -113,6 +128,9 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, In
       operationTimeout,
       safetyMargin,
       retryDelay: retry,
-      disableRelease: config.disableRelease ?? false
+      disableRelease: config.disableRelease ?? false,
+      onWorkFailure,
+      workFailureBackoff,
+      failFast: config.failFast ?? false
     }
   })

@@ -16,6 +16,9 @@ export interface Instrumentation {
   readonly termEnded: (reason: Metrics.StepDownReason) => Effect.Effect<void>
   readonly renewed: (latency: Duration.Duration) => Effect.Effect<void>
   readonly storeFailed: (error: StoreError) => Effect.Effect<void>
+  readonly callbackFailed: (callback: Metrics.Callback, outcome: "failure" | "defect" | "interrupt") => Effect.Effect<void>
+  readonly callbackDropped: Effect.Effect<void>
+  readonly storeFatal: (failing: boolean) => Effect.Effect<void>
   /** Runs a store call in a span named for its operation. */
   readonly span: (operation: Operation, fence: bigint | undefined) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
@@ -28,7 +31,8 @@ export const make = (election: string, identity: string): Effect.Effect<Instrume
   const latency = tag(Metrics.renewLatency)
   const info = Metric.tagged(tag(Metrics.info), "identity", identity)
   const announce = Effect.acquireRelease(Metric.set(info, 1), () => Metric.set(info, 0))
-  return Effect.as(Effect.zipRight(announce, Metric.set(leading, 0)), {
+  const storeFatal = tag(Metrics.storeFatal)
+  return Effect.as(Effect.zipRight(announce, Effect.zipRight(Metric.set(leading, 0), Metric.set(storeFatal, 0))), {
     termStarted: Effect.zipRight(Metric.increment(tag(Metrics.terms)), Metric.set(leading, 1)),
     termEnded: (reason) =>
       Effect.zipRight(Metric.set(leading, 0), Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))),
@@ -41,6 +45,10 @@ export const make = (election: string, identity: string): Effect.Effect<Instrume
           error.retryable ? "retryable" : "fatal"
         )
       ),
+    callbackFailed: (callback, outcome) =>
+      Metric.increment(Metric.tagged(Metric.tagged(tag(Metrics.callbackFailures), "callback", callback), "outcome", outcome)),
+    callbackDropped: Metric.increment(tag(Metrics.callbacksDropped)),
+    storeFatal: (failing) => Metric.set(storeFatal, failing ? 1 : 0),
     span: (operation, fence) =>
       Effect.withSpan(`leaderelection.${operation}`, {
         attributes: fence === undefined ? { election, identity } : { election, identity, fence: fence.toString() }

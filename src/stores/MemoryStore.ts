@@ -172,7 +172,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
           Effect.sync(() => {
             const row = rows.get(name)
             if (row !== undefined && row.holder === identity && row.fence === fence && row.expiresAt > now) {
-              rows.set(name, { ...row, expiresAt: now })
+              rows.set(name, { ...row, renewedAt: now, expiresAt: now })
             }
           })
         ),

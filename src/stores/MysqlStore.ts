@@ -53,7 +53,7 @@
  *
  * @since 0.1.0
  */
-import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
+import type * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -69,9 +69,20 @@ import * as limits from "../internal/limits.js"
 import { LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import * as classifier from "./mysql/classify.js"
+import * as Driver from "./mysql/driver.js"
 import * as identifier from "./mysql/identifier.js"
 import * as Pool from "./mysql/pool.js"
 import * as Sql from "./mysql/statements.js"
+
+export {
+  /**
+   * Thrown by importing this module when its driver is not installed.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  MissingDriverError
+} from "../internal/driver.js"
 
 /**
  * The table used when none is configured.
@@ -479,7 +490,7 @@ const makeOwningPool = (
 export const make = (
   options: MysqlStoreUrlOptions = {}
 ): Effect.Effect<MysqlStore, InvalidConfig | StoreError, MysqlClient.MysqlClient | Scope.Scope> =>
-  Effect.flatMap(MysqlClient.MysqlClient, (client) =>
+  Effect.flatMap(Driver.MysqlClient.MysqlClient, (client) =>
     Effect.flatMap(fromClientConfig(client.config), (connection) => makeOwningPool(connection, options)))
 
 /**

@@ -24,7 +24,8 @@
  *
  * @since 0.1.0
  */
-import * as PgClient from "@effect/sql-pg/PgClient"
+import type * as PgClient from "@effect/sql-pg/PgClient"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -32,14 +33,15 @@ import { constVoid } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import { Pool, type PoolConfig } from "pg"
+import type { Pool, PoolConfig } from "pg"
+import { InvalidConfig } from "../ElectorError.js"
+import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
 import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import { toStoreError } from "./pg/classify.js"
-import { InvalidConfig } from "../ElectorError.js"
-import * as limits from "../internal/limits.js"
 import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
+import { Pg } from "./pg/driver.js"
 import { type Param, query, type Row } from "./pg/query.js"
 import { ddl, statements } from "./pg/sql.js"
 
@@ -84,6 +86,16 @@ export {
    */
   validateUrl
 } from "./pg/config.js"
+
+export {
+  /**
+   * Thrown by importing this module when its driver is not installed.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  MissingDriverError
+} from "../internal/driver.js"
 
 /**
  * The table the store uses unless told otherwise.
@@ -232,7 +244,7 @@ const lostCreateRace = (error: StoreError): boolean =>
  * import { Pool } from "pg"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
- * const pool = new Pool({ connectionString: "postgres://app@db:5432/app" })
+ * const pool = new Pg.Pool({ connectionString: "postgres://app@db:5432/app" })
  * const program = Effect.gen(function* () {
  *   const store = yield* PgStore.makeFromPool(pool, { table: "elections", ensureSchema: true })
  *   return yield* store.acquire("jobs", "a", Duration.seconds(15), null)
@@ -351,7 +363,7 @@ const makeOwningPool = (
     const max = yield* SqlStore.maxConnections(options.maxConnections)
     const pool = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        new Pool({
+        new Pg.Pool({
           ...connection,
           max,
           idleTimeoutMillis: Duration.toMillis(idle),
@@ -447,6 +459,12 @@ export const layerFromUrl = SqlStore.toLayer(makeFromUrl)
  */
 export const layerConfig = SqlStore.layerConfig(makeFromUrl)
 
+/**
+ * The `PgClient` tag, found by its key: PgStore needs `@effect/sql-pg` only
+ * for its type, so an app without it can still use every other constructor.
+ */
+const pgClient = Context.GenericTag<PgClient.PgClient>("@effect/sql-pg/PgClient")
+
 /** The connection settings of a `PgClient`, for the store's own pool. */
 const fromClientConfig = (config: PgClient.PgClientConfig): PoolConfig =>
   SqlStore.definedOnly({
@@ -486,7 +504,7 @@ const fromClientConfig = (config: PgClient.PgClientConfig): PoolConfig =>
 export const make = (
   options: PgStoreUrlOptions = {}
 ): Effect.Effect<PgStore, InvalidConfig | StoreError, PgClient.PgClient | Scope.Scope> =>
-  Effect.flatMap(PgClient.PgClient, (client) => makeOwningPool(fromClientConfig(client.config), options))
+  Effect.flatMap(pgClient, (client) => makeOwningPool(fromClientConfig(client.config), options))
 
 /**
  * The store of {@link make} as a layer over the `PgClient` in context.

@@ -112,3 +112,12 @@ export const delay: (duration: Duration.DurationInput) => Fault = internal.delay
  * @category faults
  */
 export const slowReply: (duration: Duration.DurationInput) => Fault = internal.slowReply
+
+/**
+ * The call never answers, and cancelling it (when a timeout interrupts it)
+ * takes `duration`: a driver that waits on the server to cancel.
+ *
+ * @since 0.1.0
+ * @category faults
+ */
+export const slowCancel: (duration: Duration.DurationInput) => Fault = internal.slowCancel

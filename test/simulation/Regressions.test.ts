@@ -28,7 +28,39 @@ const resurrected: Simulation.Schedule = {
   ]
 }
 
+// Issue 10: a store call abandoned at its timeout was a child of the renewal
+// fiber, and a fiber waits for its children when it is interrupted: with a
+// driver that takes a minute to cancel, the leader's step-down (and with it
+// the interruption of its work) waited for the cancellation while another
+// participant already led. Abandoned calls now cancel in the background.
+const slowCancel: Simulation.Schedule = {
+  config: Simulation.shortConfig,
+  rates: [10_000, 10_000, 10_000].map(Simulation.rate),
+  window: 9000,
+  events: [
+    {
+      at: 1000,
+      event: {
+        _tag: "Partition",
+        slot: "leader",
+        faults: {
+          acquire: [{ _tag: "Pass" }],
+          renew: [{ _tag: "SlowCancel", millis: 60_000 }],
+          release: [{ _tag: "Pass" }],
+          inspect: [{ _tag: "Pass" }]
+        }
+      }
+    }
+  ]
+}
+
 describe("fleet simulation regressions", () => {
+  it("a leader whose abandoned renewals take a minute to cancel stops its work at its deadline", () => {
+    const result = Simulation.run(slowCancel, { step: 50, seed: 10 })
+    expect(result.violation).toBeUndefined()
+    expect(result.terms).toBeGreaterThanOrEqual(2)
+  })
+
   it("a database clock step back that revives a released lease never revives its fence", () => {
     expect(Simulation.run(resurrected, { step: 50, seed: 791_266_345 }).violation).toBeUndefined()
   })

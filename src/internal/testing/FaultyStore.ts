@@ -17,6 +17,8 @@ export type Fault =
   | { readonly _tag: "Delay"; readonly delay: Duration.Duration }
   /** The request is applied at once; its answer takes `delay` to come back. */
   | { readonly _tag: "SlowReply"; readonly delay: Duration.Duration }
+  /** The call never answers, and cancelling it takes `delay` (a driver that waits on the server to cancel). */
+  | { readonly _tag: "SlowCancel"; readonly delay: Duration.Duration }
 
 export const pass: Fault = { _tag: "Pass" }
 export const hang: Fault = { _tag: "Hang" }
@@ -26,6 +28,7 @@ export const die: Fault = { _tag: "Die" }
 export const lostReply: Fault = { _tag: "LostReply" }
 export const delay = (d: Duration.DurationInput): Fault => ({ _tag: "Delay", delay: Duration.decode(d) })
 export const slowReply = (d: Duration.DurationInput): Fault => ({ _tag: "SlowReply", delay: Duration.decode(d) })
+export const slowCancel = (d: Duration.DurationInput): Fault => ({ _tag: "SlowCancel", delay: Duration.decode(d) })
 
 export interface FaultyStore extends Store.StoreShape {
   /** Sets the fault for one operation, or for all of them. */
@@ -58,6 +61,8 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
           return Effect.zipRight(Effect.sleep(fault.delay), effect)
         case "SlowReply":
           return Effect.zipLeft(effect, Effect.sleep(fault.delay))
+        case "SlowCancel":
+          return Effect.onInterrupt(Effect.never, () => Effect.sleep(fault.delay))
       }
     })
   return {

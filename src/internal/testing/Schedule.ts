@@ -18,6 +18,8 @@ export type OpFault =
   | { readonly _tag: "LostReply" }
   | { readonly _tag: "Delay"; readonly millis: number }
   | { readonly _tag: "SlowReply"; readonly millis: number }
+  /** Never answers; cancelling it takes `millis` (a driver waiting on the server to cancel). */
+  | { readonly _tag: "SlowCancel"; readonly millis: number }
 
 export type Ops = "acquire" | "renew" | "release" | "inspect"
 export const ops: ReadonlyArray<Ops & Operation> = ["acquire", "renew", "release", "inspect"]
@@ -120,7 +122,14 @@ const opFault = (config: SimConfig): fc.Arbitrary<OpFault> => {
     { weight: 1, arbitrary: fc.constant<OpFault>({ _tag: "Die" }) },
     { weight: 3, arbitrary: fc.constant<OpFault>({ _tag: "LostReply" }) },
     { weight: 2, arbitrary: nearTimeout.map((millis): OpFault => ({ _tag: "Delay", millis })) },
-    { weight: 2, arbitrary: nearTimeout.map((millis): OpFault => ({ _tag: "SlowReply", millis })) }
+    { weight: 2, arbitrary: nearTimeout.map((millis): OpFault => ({ _tag: "SlowReply", millis })) },
+    {
+      weight: 1,
+      arbitrary: fc.integer({ min: config.leaseDuration, max: 4 * config.leaseDuration }).map((millis): OpFault => ({
+        _tag: "SlowCancel",
+        millis
+      }))
+    }
   )
 }
 

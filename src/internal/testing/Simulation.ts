@@ -144,6 +144,8 @@ const toFault = (f: OpFault): Faulty.Fault => {
       return Faulty.delay(Duration.millis(f.millis))
     case "SlowReply":
       return Faulty.slowReply(Duration.millis(f.millis))
+    case "SlowCancel":
+      return Faulty.slowCancel(Duration.millis(f.millis))
   }
 }
 

@@ -167,6 +167,8 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const expired = yield* store.inspect(name)
           expect(Lease.isExpired(expired)).toBe(true)
           expect(Duration.toMillis(Lease.ttl(expired))).toBe(0)
+          // Ran out, not released: the expiry is still a TTL after the last renewal.
+          expect(expired.expiresAt.getTime()).toBeGreaterThan(expired.renewedAt.getTime())
           const byOther = yield* store.acquire(name, "b", short, null)
           expect(byOther).toMatchObject({ holder: "b", fence: first.fence + 1n })
           expect(byOther.acquiredAt.getTime()).toBeGreaterThan(first.acquiredAt.getTime())
@@ -231,6 +233,8 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const released = yield* store.inspect(name)
           expect(Lease.isExpired(released)).toBe(true)
           expect(released.fence).toBe(a.fence)
+          // Released, not run out: the expiry is the release's instant, not a TTL after a renewal.
+          expect(released.expiresAt.getTime()).toBeLessThanOrEqual(released.renewedAt.getTime())
           const b = yield* store.acquire(name, "b", long, null)
           expect(b).toMatchObject({ holder: "b", fence: a.fence + 1n })
           // The old holder's late release must not end the new term.

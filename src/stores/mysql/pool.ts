@@ -33,7 +33,8 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
-import * as Mysql from "mysql2"
+import type * as Mysql from "mysql2"
+import * as Driver from "./driver.js"
 import type { Operation } from "../../Store.js"
 import { StoreError } from "../../Store.js"
 import { withDeadline } from "../internal/sqlStore.js"
@@ -102,7 +103,7 @@ export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => 
 export const make = (options: Mysql.PoolOptions, timeout: Duration.Duration): Effect.Effect<Pool, never, Scope.Scope> =>
   Effect.map(
     Effect.acquireRelease(
-      Effect.sync(() => Mysql.createPool(options)),
+      Effect.sync(() => Driver.Mysql.createPool(options)),
       (pool) => Effect.async<void>((resume) => pool.end(() => resume(Effect.void)))
     ),
     (pool) => fromPool(pool, timeout)

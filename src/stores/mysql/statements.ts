@@ -90,10 +90,12 @@ export const renew = (table: string): string =>
 export const selectAfterRenew = (table: string): string => selectLease(table, "renewed_at", true)
 
 /**
- * Expires the lease now but keeps the row, so its fence keeps counting.
+ * Expires the lease now but keeps the row, so its fence keeps counting; the
+ * renewal time is set to the same instant, which marks the row as released.
  * Parameters: name, identity, fence.
  */
-export const release = (table: string): string => `UPDATE ${table} SET expires_at = ${now} ${guard}`
+export const release = (table: string): string =>
+  `UPDATE ${table} SET expires_at = ${now}, renewed_at = ${now} ${guard}`
 
 /**
  * A plain read. Its now is never earlier than the row's last renewal, so a

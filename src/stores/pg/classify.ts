@@ -4,7 +4,6 @@
  *
  * @since 0.1.0
  */
-import { SqlError } from "@effect/sql/SqlError"
 import * as Predicate from "effect/Predicate"
 import { type Operation, StoreError } from "../../Store.js"
 import { OperationTimeout } from "../internal/sqlStore.js"
@@ -100,7 +99,7 @@ const reasonOf = (error: object, code: string | undefined): string =>
  * ```
  */
 export const classify = (error: unknown): Classification => {
-  if (error instanceof SqlError) {
+  if (Predicate.isTagged(error, "SqlError") && Predicate.hasProperty(error, "cause")) {
     return classify(error.cause)
   }
   if (error instanceof OperationTimeout) {

@@ -14,7 +14,8 @@
  */
 import * as Effect from "effect/Effect"
 import { constVoid } from "effect/Function"
-import { DatabaseError, type Pool, type PoolClient, type QueryResult } from "pg"
+import type { Pool, PoolClient, QueryResult } from "pg"
+import { Pg } from "./driver.js"
 
 /** Parameters are always sent as text or bytes, so the pool's type config cannot change them. */
 export type Param = string | Buffer | null
@@ -38,7 +39,7 @@ export const query = (pool: Pool, text: string, values: ReadonlyArray<Param>): E
     const settle = (error: Error | undefined): boolean => {
       if (settled) return false
       settled = true
-      client?.release(error instanceof DatabaseError ? undefined : error)
+      client?.release(error instanceof Pg.DatabaseError ? undefined : error)
       return true
     }
     pool.connect((error, checkedOut) => {

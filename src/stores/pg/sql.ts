@@ -78,7 +78,7 @@ SET renewed_at = ${nowCeil}, expires_at = ${expiry("$4")}, payload = $5::bytea
 WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()
 RETURNING ${columns}`,
   release: `UPDATE ${table}
-SET expires_at = now()
+SET expires_at = now(), renewed_at = now()
 WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()`,
   inspect: `SELECT ${columns} FROM ${table} WHERE name = $1`,
   list: `SELECT ${columns} FROM ${table} ORDER BY name`

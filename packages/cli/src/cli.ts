@@ -17,11 +17,11 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import type { InvalidConfig } from "../ElectorError.js"
-import type { Lease } from "../Lease.js"
-import type { StoreError } from "../Store.js"
-import * as MysqlStore from "../stores/MysqlStore.js"
-import * as PgStore from "../stores/PgStore.js"
+import type { InvalidConfig } from "effect-leaderelection/ElectorError"
+import type { Lease } from "effect-leaderelection/Lease"
+import type { StoreError } from "effect-leaderelection/Store"
+import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+import * as PgStore from "effect-leaderelection/stores/PgStore"
 
 /** Something the command cannot do; `reason` is the one line it prints. */
 export class CliError extends Data.TaggedError("CliError")<{ readonly reason: string }> {
@@ -97,27 +97,90 @@ export const formatMillis = (ms: number): string => {
 }
 
 /**
- * One line per election. Remaining and term age are differences of instants
- * the database reported in one statement, so no local clock is involved.
+ * What a row says about its election. A vacant row was either released (its
+ * holder gave the lease up: the store wrote the expiry with the same clock
+ * read as the last write, see `Store.release`) or it expired (the holder
+ * stopped renewing: the expiry is a whole TTL after the last renewal).
+ */
+export type State = "leading" | "released" | "expired"
+
+export const stateOf = (lease: Lease): State =>
+  lease.expiresAt.getTime() > lease.now.getTime()
+    ? "leading"
+    : lease.expiresAt.getTime() <= lease.renewedAt.getTime()
+    ? "released"
+    : "expired"
+
+/**
+ * One line per election. Every duration is a difference of instants the
+ * database reported in one statement, so no local clock is involved. A
+ * vacant row has no remaining lease and no term: it says how long ago it was
+ * released or expired.
  */
 export const render = (table: string, leases: ReadonlyArray<Lease>): string => {
   if (leases.length === 0) return `no elections in ${table}`
   const header = ["ELECTION", "HOLDER", "FENCE", "REMAINING", "TERM AGE", "STATE"]
   const rows = leases.map((lease) => {
-    const remaining = lease.expiresAt.getTime() - lease.now.getTime()
+    const state = stateOf(lease)
+    const now = lease.now.getTime()
+    const leading = state === "leading"
     return [
       lease.name,
       lease.holder,
       lease.fence.toString(),
-      formatMillis(remaining),
-      formatMillis(lease.now.getTime() - lease.acquiredAt.getTime()),
-      remaining > 0 ? "leading" : "vacant (nobody leads)"
+      leading ? formatMillis(lease.expiresAt.getTime() - now) : "-",
+      leading ? formatMillis(now - lease.acquiredAt.getTime()) : "-",
+      leading ? state : `${state} ${formatMillis(now - lease.expiresAt.getTime())} ago (nobody leads)`
     ]
   })
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)))
   return [header, ...rows].map((row) => row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd())
     .join("\n")
 }
+
+/** One election as `--json` prints it: instants in ISO 8601, the fence as a string, the payload in base64. */
+export interface ElectionJson {
+  readonly name: string
+  readonly holder: string
+  readonly fence: string
+  readonly state: State
+  /** Lease left, while leading. */
+  readonly remainingMs: number | null
+  /** Age of the current term, while leading. */
+  readonly termAgeMs: number | null
+  /** Since the lease was released or expired, while vacant. */
+  readonly vacantForMs: number | null
+  readonly payload: string | null
+  readonly acquiredAt: string
+  readonly renewedAt: string
+  readonly expiresAt: string
+  /** The database clock when the row was read. */
+  readonly now: string
+}
+
+export const toJson = (lease: Lease): ElectionJson => {
+  const state = stateOf(lease)
+  const now = lease.now.getTime()
+  const leading = state === "leading"
+  return {
+    name: lease.name,
+    holder: lease.holder,
+    fence: lease.fence.toString(),
+    state,
+    remainingMs: leading ? lease.expiresAt.getTime() - now : null,
+    termAgeMs: leading ? now - lease.acquiredAt.getTime() : null,
+    vacantForMs: leading ? null : now - lease.expiresAt.getTime(),
+    payload: lease.payload === null ? null : Buffer.from(lease.payload).toString("base64"),
+    acquiredAt: lease.acquiredAt.toISOString(),
+    renewedAt: lease.renewedAt.toISOString(),
+    expiresAt: lease.expiresAt.toISOString(),
+    now: lease.now.toISOString()
+  }
+}
+
+/** One snapshot on one line: `at` is the local time it was taken, `table` the quoted table name. */
+export const snapshotJson = (at: string, table: string, leases: ReadonlyArray<Lease>): string =>
+  JSON.stringify({ at, table, elections: leases.map(toJson) })
 
 const url = Options.text("url").pipe(
   Options.withFallbackConfig(Config.string("DATABASE_URL")),
@@ -129,10 +192,17 @@ const schemaName = Options.text("schema").pipe(
 )
 const table = Options.text("table").pipe(Options.withDefault(PgStore.defaultTable), Options.withDescription("table"))
 
-const status = Command.make("status", { url, schema: schemaName, table }, (target) =>
+const json = Options.boolean("json").pipe(
+  Options.withDescription("print JSON: one object per snapshot, on one line")
+)
+
+const localTime = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis).toISOString())
+
+const status = Command.make("status", { url, schema: schemaName, table, json }, (options) =>
   Effect.scoped(Effect.gen(function*() {
-    const store = yield* open(target)
-    yield* Console.log(render(store.table, yield* store.list))
+    const store = yield* open(options)
+    const leases = yield* store.list
+    yield* Console.log(options.json ? snapshotJson(yield* localTime, store.table, leases) : render(store.table, leases))
   }))).pipe(Command.withDescription("who leads each election in the table: fence, remaining lease, term age"))
 
 const interval = Options.integer("interval").pipe(
@@ -140,14 +210,18 @@ const interval = Options.integer("interval").pipe(
   Options.withDescription("seconds between refreshes")
 )
 
-const watch = Command.make("watch", { url, schema: schemaName, table, interval }, (options) =>
+const watch = Command.make("watch", { url, schema: schemaName, table, interval, json }, (options) =>
   Effect.scoped(Effect.gen(function*() {
     if (options.interval < 1) return yield* new CliError({ reason: "--interval must be at least 1 second" })
     const store = yield* open(options)
     const refresh = Effect.gen(function*() {
       const leases = yield* store.list
-      const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-      yield* Console.log(`-- ${at}, every ${options.interval}s (Ctrl-C to stop)\n${render(store.table, leases)}\n`)
+      const at = yield* localTime
+      yield* Console.log(
+        options.json
+          ? snapshotJson(at, store.table, leases)
+          : `-- ${at}, every ${options.interval}s (Ctrl-C to stop)\n${render(store.table, leases)}\n`
+      )
     })
     return yield* Effect.repeat(refresh, Schedule.spaced(Duration.seconds(options.interval))).pipe(
       Effect.zipRight(Effect.never)
@@ -174,14 +248,53 @@ const root = Command.make("leaderelection").pipe(
 
 const cli = Command.run(root, { name: "leaderelection", version: "0.1.0" })
 
+/** Where output goes: whether each stream is a terminal that may get ANSI escapes (colours, bold). */
+export interface Terminal {
+  readonly stdout: boolean
+  readonly stderr: boolean
+}
+
+// SGR and other CSI sequences, as @effect/cli's help and error rendering emits them.
+const ansi = /\u001b\[[0-9;?]*[A-Za-z]/g
+
+/** `args` as text without ANSI escapes. */
+export const plain = (args: ReadonlyArray<unknown>): ReadonlyArray<unknown> =>
+  args.map((arg) => typeof arg === "string" ? arg.replace(ansi, "") : arg)
+
+/** Strips ANSI escapes from what `effect` logs or reports to a stream that is not a terminal. */
+const forTerminal = (terminal: Terminal) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.console, (console) =>
+    Effect.withConsole(effect, {
+      ...console,
+      log: terminal.stdout ? console.log : (...args) => console.log(...plain(args)),
+      error: terminal.stderr ? console.error : (...args) => console.error(...plain(args))
+    }))
+
 /**
  * Runs the command line on `argv` (as in `process.argv`). A failure has been
  * reported on stderr, in one line, by the time it fails; @effect/cli reports
- * bad arguments itself.
+ * bad arguments itself. Output to a stream that is not a terminal carries no
+ * ANSI escapes.
  */
-export const main = (argv: ReadonlyArray<string>) =>
+export const main = (argv: ReadonlyArray<string>, terminal: Terminal = { stdout: false, stderr: false }) =>
   cli(argv).pipe(
     Effect.tapError((error) =>
       ValidationError.isValidationError(error) ? Effect.void : Console.error(`leaderelection: ${error.message}`)
-    )
+    ),
+    forTerminal(terminal)
   )
+
+/**
+ * Completes when `stream` fails with EPIPE, i.e. its reader went away
+ * (`leaderelection watch | head -1`); any other error of the stream is a
+ * defect. Racing the command with it ends the command cleanly. The listener
+ * stays once it fired, so the EPIPE of a later write cannot crash the process
+ * while finalizers run; an interruption removes it.
+ */
+export const untilClosed = (stream: NodeJS.EventEmitter): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const onError = (error: NodeJS.ErrnoException) =>
+      resume(error.code === "EPIPE" ? Effect.void : Effect.die(error))
+    stream.on("error", onError)
+    return Effect.sync(() => void stream.off("error", onError))
+  })

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Pack-and-consume check: what a user gets from `npm install effect-leaderelection`.
+#
+# Packs the library (prepack builds it), installs the tarball into scratch
+# consumers in a temp dir, and
+#   - type-checks every ```ts block of README.md with skipLibCheck: false,
+#     under moduleResolution nodenext and bundler, and runs each block against
+#     the shared PostgreSQL and MariaDB (a block still running after 15 s is
+#     stopped with SIGTERM and counts as passed if it printed no error);
+#   - does the same in a consumer pinned to the oldest supported effect
+#     (3.21.0) and checks that it holds exactly one copy of effect;
+#   - checks that a consumer of the core and PgStore only installs no mysql2,
+#     @effect/cli or @effect/platform-node, that internal modules are not
+#     exported, and that a store without its driver names the package to
+#     install.
+# npm installs prefer the local cache (--prefer-offline).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/le-package.XXXXXX")
+[ -n "${KEEP:-}" ] && echo "work dir: $WORK (kept)" || trap 'rm -rf "$WORK"' EXIT
+export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
+export MYSQL_URL=${MYSQL_URL:-mysql://root@127.0.0.1:3306/test}
+TSC="$ROOT/node_modules/.bin/tsc"
+OLDEST_EFFECT=3.21.0
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+step() { echo; echo "== $* (at ${SECONDS}s)"; }
+install() { npm install --prefer-offline --no-audit --no-fund --loglevel=error "$@"; }
+
+step "npm pack"
+(cd "$ROOT" && npm pack --silent --pack-destination "$WORK" >/dev/null)
+TARBALL=$(ls "$WORK"/effect-leaderelection-*.tgz)
+listing=$(tar -tzf "$TARBALL")
+for file in package/LICENSE package/README.md package/dist/index.js package/dist/index.d.ts \
+  package/dist/stores/PgStore.d.ts package/dist/stores/MysqlStore.d.ts package/dist/promise.d.ts; do
+  grep -qx "$file" <<<"$listing" || fail "tarball lacks $file"
+done
+cli=$(grep -E "/(bin|cli)(/|\.)" <<<"$listing" || true)
+[ -z "$cli" ] || fail "tarball ships the CLI: $cli"
+echo "$(wc -l <<<"$listing") files, $(du -h "$TARBALL" | cut -f1)"
+
+node "$ROOT/test/package/readme-blocks.mjs" "$ROOT/README.md" "$WORK/blocks" >"$WORK/blocks.txt"
+cat "$WORK/blocks.txt"
+
+# consumer DIR: an ESM package with the README blocks in src/.
+consumer() {
+  mkdir -p "$1/src"
+  echo '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }' >"$1/package.json"
+  cp "$WORK"/blocks/*.ts "$1/src/"
+}
+
+# tsconfig DIR NAME RESOLUTION EXTRA: strict, skipLibCheck false.
+tsconfig() {
+  local module=NodeNext
+  [ "$3" = "bundler" ] && module=ESNext
+  cat >"$1/$2" <<EOF
+{
+  "compilerOptions": {
+    "target": "ES2022", "lib": ["ES2022"], "types": ["node"],
+    "module": "$module", "moduleResolution": "$3",
+    "strict": true, "skipLibCheck": false, "outDir": "dist" $4
+  },
+  "include": ["src"]
+}
+EOF
+}
+
+typecheck() { # DIR TSCONFIG LABEL
+  if (cd "$1" && "$TSC" -p "$2" >"$1/tsc.log" 2>&1); then echo "ok   type-check: $3"
+  else fail "type-check: $3"; cat "$1/tsc.log"; fi
+}
+
+run_blocks() { # DIR LABEL: runs dist/readme-*.js side by side, each for 15 s at most
+  local file name rc
+  for file in "$1"/dist/readme-*.js; do
+    name=$(basename "$file" .js)
+    (cd "$1" && rc=0 && timeout --preserve-status -k 10 -s TERM 15 node "dist/$name.js" >"$name.out" 2>&1 || rc=$?
+      echo "$rc" >"$name.rc") &
+  done
+  wait
+  for file in "$1"/dist/readme-*.js; do
+    name=$(basename "$file" .js)
+    rc=$(cat "$1/$name.rc")
+    # 143: still running at 15 s and stopped by SIGTERM, as a service would be.
+    if { [ "$rc" = 0 ] || [ "$rc" = 143 ]; } && ! grep -qiE "error|fail|warn" "$1/$name.out"; then
+      echo "ok   run: $2 $name (exit $rc, $(wc -l <"$1/$name.out") lines of output)"
+    else
+      fail "run: $2 $name (exit $rc)"; tail -20 "$1/$name.out"
+    fi
+  done
+}
+
+one_effect() { # DIR LABEL: exactly one copy of effect
+  local copies
+  copies=$(cd "$1" && npm ls effect --all --parseable | sort -u | wc -l)
+  if [ "$copies" = 1 ]; then echo "ok   one copy of effect: $2 ($(cd "$1" && node -p 'require("effect/package.json").version'))"
+  else fail "$2 has $copies copies of effect"; (cd "$1" && npm ls effect --all); fi
+}
+
+step "consumer on the latest effect: README blocks under nodenext and bundler"
+LATEST="$WORK/latest"
+consumer "$LATEST"
+(cd "$LATEST" && install "$TARBALL" effect pg @types/pg mysql2 @effect/sql-mysql2 @types/node@20)
+tsconfig "$LATEST" tsconfig.json nodenext ""
+tsconfig "$LATEST" tsconfig.bundler.json bundler ', "noEmit": true, "exactOptionalPropertyTypes": true'
+typecheck "$LATEST" tsconfig.json "latest, nodenext"
+typecheck "$LATEST" tsconfig.bundler.json "latest, bundler (exactOptionalPropertyTypes)"
+one_effect "$LATEST" latest
+run_blocks "$LATEST" latest
+
+step "consumer pinned to the oldest supported effect ($OLDEST_EFFECT)"
+OLDEST="$WORK/oldest"
+consumer "$OLDEST"
+# The @effect packages of that release line, at their oldest too (later patches need a later effect).
+(cd "$OLDEST" && install --save-exact "$TARBALL" "effect@$OLDEST_EFFECT" @effect/platform@0.96.0 @effect/experimental@0.60.0 \
+  @effect/sql@0.51.0 @effect/sql-mysql2@0.52.0 pg @types/pg mysql2 @types/node@20)
+tsconfig "$OLDEST" tsconfig.json nodenext ""
+typecheck "$OLDEST" tsconfig.json "effect $OLDEST_EFFECT, nodenext"
+one_effect "$OLDEST" "oldest"
+run_blocks "$OLDEST" oldest
+
+step "consumer of the core and PgStore only"
+PGONLY="$WORK/pg-only"
+mkdir -p "$PGONLY/src"
+echo '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }' >"$PGONLY/package.json"
+cat >"$PGONLY/src/main.ts" <<'EOF'
+import { Effect, Layer } from "effect"
+import { Elector } from "effect-leaderelection"
+import * as PgStore from "effect-leaderelection/stores/PgStore"
+
+const url = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const live = Elector.layer({ name: `package-check-${process.pid}` }).pipe(
+  Layer.provide(PgStore.layerFromUrl(url, { ensureSchema: true }))
+)
+const status = await Effect.runPromise(
+  Effect.scoped(Effect.flatMap(Elector.Elector, (elector) => elector.status)).pipe(Effect.provide(live))
+)
+console.log(`identity ${status.identity}`)
+
+// Internal modules are not part of the package's interface.
+const internal = "effect-leaderelection/internal/elector"
+const hidden = await import(internal).then(() => "importable", (e: { code?: string }) => e.code)
+console.log(`internal: ${hidden}`)
+
+// A store whose driver is absent names what to install.
+const mysql = "effect-leaderelection/stores/MysqlStore"
+console.log(await import(mysql).then(() => "MysqlStore loaded", (e: Error) => `${e.name}: ${e.message}`))
+EOF
+(cd "$PGONLY" && install "$TARBALL" effect pg @types/pg @types/node@20)
+tsconfig "$PGONLY" tsconfig.json nodenext ""
+typecheck "$PGONLY" tsconfig.json "core + PgStore, nodenext"
+tree=$(cd "$PGONLY" && npm ls --all --parseable)
+for unwanted in mysql2 @effect/cli @effect/platform-node @effect/sql-mysql2; do
+  if grep -q "/node_modules/$unwanted$" <<<"$tree"; then fail "core + PgStore consumer installs $unwanted"; fi
+done
+echo "ok   npm ls --all: no mysql2, @effect/cli, @effect/platform-node, @effect/sql-mysql2"
+echo "ok   installs: $(cd "$PGONLY" && npm ls --all --parseable | tail -n +2 | wc -l) packages, node_modules $(du -sh "$PGONLY/node_modules" | cut -f1) (typescript not included)"
+out=$(cd "$PGONLY" && timeout -k 10 30 node dist/main.js 2>&1) || fail "core + PgStore program failed: $out"
+echo "$out"
+grep -q "^identity " <<<"$out" || fail "core + PgStore program printed no status"
+grep -q "^internal: ERR_PACKAGE_PATH_NOT_EXPORTED$" <<<"$out" || fail "internal modules are importable"
+grep -q "^MissingDriverError: MysqlStore needs the npm packages mysql2 @effect/sql-mysql2: npm install mysql2 @effect/sql-mysql2" \
+  <<<"$out" || fail "a missing driver is not named"
+
+step "the CLI package, built against the packed library, run through npx"
+CLISRC="$WORK/cli-src"
+mkdir -p "$CLISRC"
+cp -r "$ROOT/packages/cli/src" "$ROOT/packages/cli/package.json" "$ROOT/packages/cli/README.md" "$ROOT/packages/cli/LICENSE" "$CLISRC/"
+# Standalone build config: the library comes from the tarball, not from ../../src.
+sed 's#"extends": "../../tsconfig.json"#"extends": "./tsconfig.base.json"#' "$ROOT/packages/cli/tsconfig.json" >"$CLISRC/tsconfig.json"
+node -e 'const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); delete c.compilerOptions.paths;
+  console.log(JSON.stringify({ compilerOptions: c.compilerOptions }))' "$ROOT/tsconfig.json" >"$CLISRC/tsconfig.base.json"
+# npm pack runs prepack, the build; the package's devDependencies bring the compiler.
+(cd "$CLISRC" && install "$TARBALL" && npm pack --silent --pack-destination "$WORK" >/dev/null) \
+  || fail "the CLI package does not build"
+CLITARBALL=$(ls "$WORK"/effect-leaderelection-cli-*.tgz 2>/dev/null || true)
+if [ -n "$CLITARBALL" ]; then
+  CLIUSER="$WORK/cli-user"
+  mkdir -p "$CLIUSER" && echo '{ "name": "cli-user", "version": "1.0.0", "private": true }' >"$CLIUSER/package.json"
+  (cd "$CLIUSER" && install "$TARBALL" "$CLITARBALL")
+  for url in "$DATABASE_URL" "$MYSQL_URL"; do
+    out=$(cd "$CLIUSER" && npx --no-install leaderelection status --json --url "$url" 2>&1) \
+      && node -e 'JSON.parse(process.argv[1]).elections.length >= 0' "$out" \
+      && echo "ok   npx leaderelection status --json --url ${url%%:*}://..." \
+      || { fail "npx leaderelection status on ${url%%:*}"; echo "$out"; }
+  done
+  rc=0
+  (cd "$CLIUSER" && set -o pipefail && npx --no-install leaderelection watch --url "$DATABASE_URL" --interval 1 | head -1 >/dev/null) || rc=$?
+  [ "$rc" = 0 ] && echo "ok   leaderelection watch | head -1 exits 0" || fail "leaderelection watch | head -1 exited $rc"
+fi
+
+echo
+if [ "$failures" = 0 ]; then echo "package check passed in ${SECONDS}s"; else echo "package check: $failures failure(s)"; exit 1; fi
