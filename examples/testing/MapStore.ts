@@ -9,7 +9,7 @@
  * acceptance suite catches it (see testing.test.ts).
  */
 import { Clock, Duration, Effect, Layer } from "effect"
-import { type Lease, Store } from "../../src/index.js"
+import { type Lease, Store } from "effect-leaderelection"
 
 interface Row {
   readonly holder: string

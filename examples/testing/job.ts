@@ -16,7 +16,7 @@
  * the sink accepted carry non-decreasing fences.
  */
 import { Effect } from "effect"
-import type { Simulation } from "../../src/testing.js"
+import type { Simulation } from "effect-leaderelection/testing"
 
 export interface Write {
   readonly fence: bigint

@@ -1,8 +1,8 @@
 // The README's "Testing your own application" snippets, run as they are printed there.
 import { expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, TestClock } from "effect"
-import { Elector, Leadership, MemoryStore, Store } from "../../src/index.js"
-import { FaultyStore } from "../../src/testing.js"
+import { Elector, Leadership, MemoryStore, Store } from "effect-leaderelection"
+import { FaultyStore } from "effect-leaderelection/testing"
 
 // --- memory store and TestClock
 it.effect("my job runs while this participant leads, under the term's fence", () =>
@@ -32,5 +32,8 @@ it.effect("my job stops when the database stops answering", () =>
     yield* TestClock.adjust("15 seconds") // past the 15s lease's local deadline
     expect(running).toBe(false)
     expect(faulty.calls.renew).toBeGreaterThan(0)
-    yield* Fiber.interrupt(fiber)
+    // Shutting down waits for the hung call's timeout: move the clock past it.
+    yield* Fiber.interruptFork(fiber)
+    yield* TestClock.adjust("15 seconds")
+    yield* Fiber.await(fiber)
   }))

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Simulation, StoreSuite } from "../../src/testing.js"
+import { Simulation, StoreSuite } from "effect-leaderelection/testing"
 import { workload } from "./job.js"
 import * as MapStore from "./MapStore.js"
 
