@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { Duration, Effect } from "effect"
+import * as fc from "fast-check"
 import { Oracle } from "../../src/internal/testing/Oracle.js"
 import { VirtualTime } from "../../src/internal/testing/VirtualTime.js"
 import * as Lease from "../../src/Lease.js"
@@ -114,6 +115,15 @@ describe("Simulation.check", () => {
     )
     // One run, not a search: the replayed schedule's samples up to the failure.
     expect(seen).toEqual(Array.from({ length: 21 }, (_, i) => i * 50))
+  })
+
+  it("generates schedules: a fleet of 3 to 7, events sorted within the fault window", () => {
+    for (const s of fc.sample(Simulation.schedules(), { numRuns: 20, seed: 1 })) {
+      expect(s.rates.length).toBeGreaterThanOrEqual(3)
+      expect(s.rates.length).toBeLessThanOrEqual(7)
+      expect(s.events.map((e) => e.at)).toEqual(s.events.map((e) => e.at).sort((a, b) => a - b))
+      expect(s.events.every((e) => e.at <= s.window && e.event._tag !== "Freeze")).toBe(true)
+    }
   })
 
   it("describes a schedule one event a line", () => {
