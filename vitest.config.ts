@@ -10,7 +10,7 @@ export default defineConfig({
     ]
   },
   test: {
-    include: ["test/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     // Real-server chaos runs separately: `npm run test:chaos`.
     exclude: [...configDefaults.exclude, "test/chaos/**"],
     globalSetup: ["test/support/globalSetup.ts"],

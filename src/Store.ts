@@ -14,6 +14,7 @@ import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import * as limits from "./internal/limits.js"
 import type { Lease } from "./Lease.js"
 
 /**
@@ -197,3 +198,22 @@ export interface StoreShape {
  * ```
  */
 export class Store extends Context.Tag("effect-leaderelection/Store")<Store, StoreShape>() {}
+
+/**
+ * Holds a store of your own to the documented limits (`Lease.maxNameBytes`,
+ * `Lease.maxIdentityBytes`, `Lease.maxPayloadBytes`, no NUL, well-formed
+ * Unicode): a call outside them fails with a fatal `StoreError` whose cause
+ * is the `InvalidConfig`, before it reaches your store. The built-in stores
+ * do the same, and the acceptance suite (`effect-leaderelection/testing`)
+ * checks it.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Store } from "effect-leaderelection"
+ *
+ * const mine: Store.StoreShape = Store.enforceLimits({ acquire, renew, release, inspect })
+ * ```
+ */
+export const enforceLimits = <S extends StoreShape>(store: S): S => limits.enforce(store)

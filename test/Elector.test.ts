@@ -5,7 +5,7 @@ import * as Leadership from "../src/Leadership.js"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
-import * as Faulty from "./support/FaultyStore.js"
+import * as Faulty from "../src/testing/FaultyStore.js"
 
 // The database clock is three days ahead of the local one in every test: any
 // code that compared the two would produce nonsense.

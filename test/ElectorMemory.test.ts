@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest"
 import * as Elector from "../src/Elector.js"
 import * as Store from "../src/Store.js"
 import * as Granting from "./support/GrantingStore.js"
-import { rate, VirtualTime } from "./simulation/VirtualTime.js"
+import { rate, VirtualTime } from "../src/internal/testing/VirtualTime.js"
 
 setFlagsFromString("--expose-gc")
 const gc = runInNewContext("gc") as () => void

@@ -9,7 +9,7 @@ import * as Health from "../src/Health.js"
 import * as HealthHttpApp from "../src/HealthHttpApp.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
-import * as Faulty from "./support/FaultyStore.js"
+import * as Faulty from "../src/testing/FaultyStore.js"
 
 // The database clock is three days ahead of the local one, as in every unit test.
 const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))

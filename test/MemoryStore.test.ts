@@ -2,18 +2,15 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, TestClock } from "effect"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
-import { storeSuite } from "./storetest/suite.js"
+import { StoreSuite } from "../src/testing.js"
 
 const threeDays = Duration.days(3)
 
 // The reference store with its database clock three days ahead of the local one.
-storeSuite({
-  name: "MemoryStore",
-  live: false,
-  layer: Layer.unwrapEffect(
-    Effect.map(MemoryStore.makeClock({ offset: threeDays }), (clock) => MemoryStore.layer({ clock }))
-  )
-})
+StoreSuite.run(
+  "MemoryStore",
+  Layer.unwrapEffect(Effect.map(MemoryStore.makeClock({ offset: threeDays }), (clock) => MemoryStore.layer({ clock })))
+)
 
 describe("MemoryStore database clock", () => {
   it.effect("is offset from the local clock, runs at its rate and steps backwards", () =>

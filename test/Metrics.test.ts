@@ -4,7 +4,7 @@ import * as Elector from "../src/Elector.js"
 import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
-import * as Faulty from "./support/FaultyStore.js"
+import * as Faulty from "../src/testing/FaultyStore.js"
 
 // The database clock is three days ahead of the local one, as in every unit test.
 const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))

@@ -9,7 +9,9 @@ import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as Sql from "../src/stores/mysql/statements.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
-import { storeSuite, uniqueName } from "./storetest/suite.js"
+import { StoreSuite } from "../src/testing.js"
+
+const { uniqueName } = StoreSuite
 import { Mode } from "./chaos/harness/FaultProxy.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
 
@@ -39,12 +41,7 @@ afterAll(async () => {
   await connection.end()
 })
 
-storeSuite({
-  name: "MariaDB",
-  live: true,
-  modelRuns: 10,
-  layer: MysqlStore.layerFromUrl(url, { table, ensureSchema: true })
-})
+StoreSuite.run("MariaDB", MysqlStore.layerFromUrl(url, { table, ensureSchema: true }), { live: true, modelRuns: 10 })
 
 const storeError = (u: unknown) => {
   expect(Store.isStoreError(u)).toBe(true)

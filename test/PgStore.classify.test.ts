@@ -5,7 +5,7 @@ import pg from "pg"
 import * as ElectorError from "../src/ElectorError.js"
 import * as Store from "../src/Store.js"
 import * as PgStore from "../src/stores/PgStore.js"
-import { uniqueName } from "./storetest/suite.js"
+import { uniqueName } from "../src/testing/StoreSuite.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
 
 const withCode = (code: string, message = `error ${code}`) => Object.assign(new Error(message), { code })

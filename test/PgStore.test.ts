@@ -6,7 +6,9 @@ import { inject } from "vitest"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as PgStore from "../src/stores/PgStore.js"
-import { storeSuite, uniqueName } from "./storetest/suite.js"
+import { StoreSuite } from "../src/testing.js"
+
+const { uniqueName } = StoreSuite
 import { directUrl, uniqueTable } from "./support/databases.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
 import { frontendMessages } from "./support/wire.js"
@@ -30,21 +32,19 @@ afterAll(() =>
   })
 )
 
-storeSuite({
-  name: "PgStore (PostgreSQL direct)",
-  live: true,
-  layer: PgStore.layerFromUrl(directUrl, { table: directTable, ensureSchema: true, maxConnections: 8 }),
-  modelRuns: 10
-})
+StoreSuite.run(
+  "PgStore (PostgreSQL direct)",
+  PgStore.layerFromUrl(directUrl, { table: directTable, ensureSchema: true, maxConnections: 8 }),
+  { live: true, modelRuns: 10 }
+)
 
 // The same suite through PgBouncer in transaction pooling mode, whose few
 // server connections are shared by all the store's client connections.
-storeSuite({
-  name: "PgStore (via PgBouncer, transaction pooling)",
-  live: true,
-  layer: PgStore.layerFromUrl(poolerUrl, { table: pooledTable, ensureSchema: true, maxConnections: 8 }),
-  modelRuns: 10
-})
+StoreSuite.run(
+  "PgStore (via PgBouncer, transaction pooling)",
+  PgStore.layerFromUrl(poolerUrl, { table: pooledTable, ensureSchema: true, maxConnections: 8 }),
+  { live: true, modelRuns: 10 }
+)
 
 const withStore = <A, E>(
   url: string,

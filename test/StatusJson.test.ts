@@ -3,7 +3,7 @@ import { Duration, Effect, Either, Option, Schema, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
-import * as Faulty from "./support/FaultyStore.js"
+import * as Faulty from "../src/testing/FaultyStore.js"
 
 const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
 

@@ -1,7 +1,7 @@
 import { describe, it } from "vitest"
 import { check } from "./ci.js"
-import { defaultConfig } from "./Schedule.js"
+import { Simulation } from "../../src/testing.js"
 
 describe("fleet simulation (default config)", () => {
-  it("stays safe and elects again under generated fault schedules", () => check(defaultConfig, 400, 100), 300_000)
+  it("stays safe and elects again under generated fault schedules", () => check(Simulation.defaultConfig, 400, 100), 300_000)
 })

@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { run } from "./Simulation.js"
-import { type Schedule, shortConfig } from "./Schedule.js"
-import { rate } from "./VirtualTime.js"
+import { Simulation } from "../../src/testing.js"
 
 // Found by the fleet property (seed 20240601): the database clock steps back
 // 811ms just after p5 released its lease (release sets expiresAt = now), so
@@ -9,9 +7,9 @@ import { rate } from "./VirtualTime.js"
 // it and, as the holder of a valid lease, extends it under the same fence.
 // p5 started a second term under fence 2. Fixed by never leading twice under
 // one fence: the elector gives such a lease up and claims a fresh fence.
-const resurrected: Schedule = {
-  config: shortConfig,
-  rates: [6717, 6842, 6717, 6717, 6717, 11124, 6717].map(rate),
+const resurrected: Simulation.Schedule = {
+  config: Simulation.shortConfig,
+  rates: [6717, 6842, 6717, 6717, 6717, 11124, 6717].map(Simulation.rate),
   window: 11487,
   events: [
     {
@@ -35,9 +33,9 @@ const resurrected: Schedule = {
 // driver that takes a minute to cancel, the leader's step-down (and with it
 // the interruption of its work) waited for the cancellation while another
 // participant already led. Abandoned calls now cancel in the background.
-const slowCancel: Schedule = {
-  config: shortConfig,
-  rates: [10_000, 10_000, 10_000].map(rate),
+const slowCancel: Simulation.Schedule = {
+  config: Simulation.shortConfig,
+  rates: [10_000, 10_000, 10_000].map(Simulation.rate),
   window: 9000,
   events: [
     {
@@ -58,17 +56,17 @@ const slowCancel: Schedule = {
 
 describe("fleet simulation regressions", () => {
   it("a leader whose abandoned renewals take a minute to cancel stops its work at its deadline", () => {
-    const result = run(slowCancel, { step: 50, seed: 10 })
+    const result = Simulation.run(slowCancel, { step: 50, seed: 10 })
     expect(result.violation).toBeUndefined()
     expect(result.terms).toBeGreaterThanOrEqual(2)
   })
 
   it("a database clock step back that revives a released lease never revives its fence", () => {
-    expect(run(resurrected, { step: 50, seed: 791_266_345 }).violation).toBeUndefined()
+    expect(Simulation.run(resurrected, { step: 50, seed: 791_266_345 }).violation).toBeUndefined()
   })
 
   it("the same schedule without the step back is safe", () => {
-    const result = run({ ...resurrected, events: resurrected.events.slice(0, 1) }, { step: 50, seed: 791_266_345 })
+    const result = Simulation.run({ ...resurrected, events: resurrected.events.slice(0, 1) }, { step: 50, seed: 791_266_345 })
     expect(result.violation).toBeUndefined()
   })
 })

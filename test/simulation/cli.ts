@@ -11,8 +11,9 @@
  */
 import * as fc from "fast-check"
 import { parseArgs } from "node:util"
-import { type Counters, fleet } from "./property.js"
-import { ciOptions, defaultConfig, type ScheduleOptions, shortConfig } from "./Schedule.js"
+import * as Simulation from "../../src/testing/Simulation.js"
+
+const { defaultConfig, shortConfig } = Simulation
 
 const { values } = parseArgs({
   options: {
@@ -32,17 +33,17 @@ const configs = values.config === "short"
   : values.config === "default"
   ? [defaultConfig]
   : [shortConfig, defaultConfig]
-const options: ScheduleOptions = {
-  ...ciOptions,
+const options: Simulation.ScheduleOptions = {
+  ...Simulation.defaultScheduleOptions,
   configs,
   stepBacks: !values["no-step-back"],
   ...(values["max-leases"] === undefined ? {} : { maxLeases: Number(values["max-leases"]) }),
   ...(values["max-slots"] === undefined ? {} : { maxSlots: Number(values["max-slots"]) })
 }
 const seed = values.seed === undefined ? Date.now() ^ (Math.random() * 0x100000000) : Number(values.seed)
-const counters: Counters = { schedules: 0, terms: 0, virtualMillis: 0 }
+const counters: Simulation.Counters = { schedules: 0, terms: 0, virtualMillis: 0 }
 const started = performance.now()
-const details = fc.check(fleet(options, Number(values.step), counters), {
+const details = await fc.check(Simulation.property({ schedules: options, step: Number(values.step), counters }), {
   numRuns: Number(values.runs),
   seed,
   ...(values.path === undefined ? {} : { path: values.path }),

@@ -10,7 +10,7 @@ import { Cause, Config, ConfigError, ConfigProvider, Duration, Effect, Exit, Lay
 import type * as Scope from "effect/Scope"
 import type { Lease } from "../../src/Lease.js"
 import * as Store from "../../src/Store.js"
-import { uniqueName } from "../storetest/suite.js"
+import { uniqueName } from "../../src/testing/StoreSuite.js"
 import { uniqueTable } from "./databases.js"
 
 /** A password no error, log line or cause may ever contain. */

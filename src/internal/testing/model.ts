@@ -7,8 +7,8 @@
  */
 import { Duration, Effect, Either } from "effect"
 import * as fc from "fast-check"
-import * as Lease from "../../src/Lease.js"
-import * as Store from "../../src/Store.js"
+import * as Lease from "../../Lease.js"
+import * as Store from "../../Store.js"
 import { uniqueName } from "./suite.js"
 
 export type Command =

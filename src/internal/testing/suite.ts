@@ -1,14 +1,20 @@
 /**
  * The acceptance suite every store runs, unchanged: the in-memory reference,
- * PostgreSQL direct and through PgBouncer, MariaDB. It pins down the contract
- * that the elector's safety argument rests on, so that no store can drift
- * into dialect-specific semantics.
+ * PostgreSQL direct and through PgBouncer, MariaDB, and users' own stores
+ * through `effect-leaderelection/testing`. It pins down the contract that the
+ * elector's safety argument rests on, so that no store can drift into
+ * dialect-specific semantics.
+ *
+ * The suite is a list of named cases: `storeSuite` registers each as a test
+ * of the caller's vitest, `checkStore` runs them all as one Effect and
+ * reports every case that failed.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Layer, TestClock, TestContext } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Layer, type Scope, TestClock, TestContext } from "effect"
 import * as fc from "fast-check"
-import * as Lease from "../../src/Lease.js"
-import * as Store from "../../src/Store.js"
+import { randomBytes } from "node:crypto"
+import * as Lease from "../../Lease.js"
+import * as Store from "../../Store.js"
 import { modelCommands, runModel } from "./model.js"
 
 export interface StoreHarness {
@@ -26,19 +32,31 @@ export interface StoreHarness {
 }
 
 let counter = 0
+const run = randomBytes(6).toString("hex")
 /** Election names unique to this process and run, so suites can share a table. */
-export const uniqueName = (label: string): string =>
-  `storetest-${label}-${process.pid}-${Date.now().toString(36)}-${(counter++).toString(36)}`
+export const uniqueName = (label: string): string => `storetest-${label}-${run}-${(counter++).toString(36)}`
 
 const bytes = (...values: Array<number>) => new Uint8Array(values)
 
-export const storeSuite = (harness: StoreHarness): void => {
-  const test = harness.live ? it.scopedLive : it.scoped
+/** One case of the suite: a name and a test body. */
+export interface Case {
+  readonly name: string
+  readonly body: Effect.Effect<void, unknown, Scope.Scope>
+}
+
+const timing = (harness: StoreHarness) => {
   // Short leases are what a test waits out; long ones never expire during a test.
   const short = harness.live ? Duration.millis(400) : Duration.seconds(2)
-  const long = Duration.minutes(5)
-  const elapse = (d: Duration.Duration) => harness.live ? Effect.sleep(d) : TestClock.adjust(d)
-  const pastShort = Duration.sum(short, harness.live ? Duration.millis(300) : Duration.millis(1))
+  return {
+    short,
+    long: Duration.minutes(5),
+    elapse: (d: Duration.Duration) => harness.live ? Effect.sleep(d) : TestClock.adjust(d),
+    pastShort: Duration.sum(short, harness.live ? Duration.millis(300) : Duration.millis(1))
+  }
+}
+
+const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
+  const { elapse, long, pastShort, short } = timing(harness)
   /** Twelve contenders acquire at once: exactly one of them must win. */
   const race = (store: Store.StoreShape, name: string) =>
     Effect.gen(function*() {
@@ -54,7 +72,11 @@ export const storeSuite = (harness: StoreHarness): void => {
   const withStore = <A, E>(f: (store: Store.StoreShape) => Effect.Effect<A, E>) =>
     Effect.flatMap(Store.Store, f).pipe(Effect.provide(harness.layer))
 
-  describe(`store contract: ${harness.name}`, () => {
+  const all: Array<Case> = []
+  const test = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope>): void => {
+    all.push({ name, body: Effect.suspend(body) })
+  }
+  {
     test("inspect of a missing record fails with NoLease", () =>
       withStore((store) =>
         Effect.gen(function*() {
@@ -338,18 +360,62 @@ export const storeSuite = (harness: StoreHarness): void => {
         })
       ))
 
-    it.live(`operation-level model of the contract (${harness.name})`, () =>
-      Effect.promise(() =>
-        fc.assert(
-          fc.asyncProperty(modelCommands, (commands) => {
-            const run = runModel(commands, { short, pastShort, long, elapse }).pipe(
-              Effect.provide(harness.layer),
-              Effect.scoped
-            )
-            return Effect.runPromise(harness.live ? run : Effect.provide(run, TestContext.TestContext))
-          }),
-          { numRuns: harness.modelRuns ?? 200 }
+  }
+  return all
+}
+
+/** The operation-level model, as one property over command sequences (see model.ts). */
+const model = (harness: StoreHarness): Effect.Effect<void> => {
+  const { elapse, long, pastShort, short } = timing(harness)
+  return Effect.promise(() =>
+    fc.assert(
+      fc.asyncProperty(modelCommands, (commands) => {
+        const run = runModel(commands, { short, pastShort, long, elapse }).pipe(
+          Effect.provide(harness.layer),
+          Effect.scoped
         )
-      ))
+        return Effect.runPromise(harness.live ? run : Effect.provide(run, TestContext.TestContext))
+      }),
+      { numRuns: harness.modelRuns ?? 200 }
+    )
+  )
+}
+
+/** Registers the suite in the calling vitest file: one test per case, plus the model. */
+export const storeSuite = (harness: StoreHarness): void => {
+  const test = harness.live ? it.scopedLive : it.scoped
+  describe(`store contract: ${harness.name}`, () => {
+    for (const c of cases(harness)) test(c.name, () => c.body)
+    it.live(`operation-level model of the contract (${harness.name})`, () => model(harness))
   })
 }
+
+/** A case that failed, with what it found. */
+export interface CaseFailure {
+  readonly name: string
+  readonly message: string
+}
+
+/** The failure's message, and its cause's (fast-check keeps the property's own error there). */
+const explain = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  if (!(error instanceof Error)) return String(error)
+  return error.cause instanceof Error ? `${error.message}\n${error.cause.message}` : error.message
+}
+
+/**
+ * Runs every case (and the model) in turn, each on its own TestClock unless
+ * the store is live, and returns the ones that failed; an empty array means
+ * the store passes.
+ */
+export const checkStore = (harness: StoreHarness): Effect.Effect<ReadonlyArray<CaseFailure>> =>
+  Effect.gen(function*() {
+    const failures: Array<CaseFailure> = []
+    const all = [...cases(harness), { name: "operation-level model of the contract", body: model(harness) }]
+    for (const c of all) {
+      const body = Effect.scoped(c.body)
+      const exit = yield* Effect.exit(harness.live ? body : Effect.provide(body, TestContext.TestContext))
+      if (Exit.isFailure(exit)) failures.push({ name: c.name, message: explain(exit.cause) })
+    }
+    return failures
+  })

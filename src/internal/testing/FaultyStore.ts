@@ -4,7 +4,7 @@
  * it to break the path between a participant and the shared record.
  */
 import { Duration, Effect } from "effect"
-import * as Store from "../../src/Store.js"
+import * as Store from "../../Store.js"
 
 export type Fault =
   | { readonly _tag: "Pass" }

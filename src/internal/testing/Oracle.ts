@@ -4,7 +4,7 @@
  * participant believes and what the database holds. The first violation is
  * kept, with the instant it was seen.
  */
-import * as Lease from "../../src/Lease.js"
+import * as Lease from "../../Lease.js"
 
 export type Check =
   | "two-leaders"
@@ -13,6 +13,8 @@ export type Check =
   | "work-overlap"
   | "leader-not-in-db"
   | "no-leader-after-faults"
+  /** The user's own invariant about the work's side effects. */
+  | "invariant"
 
 export interface Violation {
   readonly check: Check
@@ -29,7 +31,7 @@ export interface Belief {
 export class Oracle {
   violation: Violation | undefined
   /** Work fibers running now, by `identity/fence`. */
-  private readonly running = new Map<string, { readonly identity: string; readonly fence: bigint }>()
+  private readonly running = new Map<string, { readonly identity: string; readonly fence: bigint; frozen: boolean }>()
   private readonly started = new Set<bigint>()
   private highest = 0n
   terms = 0
@@ -43,6 +45,8 @@ export class Oracle {
   onStart(identity: string, fence: bigint, at: number): void {
     this.terms++
     for (const other of this.running.values()) {
+      // A frozen process cannot stop its work: fencing is what covers it.
+      if (other.frozen) continue
       this.fail(
         "work-overlap",
         at,
@@ -55,7 +59,12 @@ export class Oracle {
     }
     this.started.add(fence)
     if (fence > this.highest) this.highest = fence
-    this.running.set(`${identity}/${fence}`, { identity, fence })
+    this.running.set(`${identity}/${fence}`, { identity, fence, frozen: false })
+  }
+
+  /** The process of `identity` froze: its work may go on after its term, until it thaws. */
+  onFreeze(identity: string): void {
+    for (const work of this.running.values()) if (work.identity === identity) work.frozen = true
   }
 
   onStop(identity: string, fence: bigint): void {
@@ -80,7 +89,15 @@ export class Oracle {
     if (watchLiveness && this.ledAt === undefined && leaders.length > 0) this.ledAt = at
   }
 
-  noLeader(at: number, since: number, bound: number): void {
-    this.fail("no-leader-after-faults", at, `nobody led in the ${bound}ms after the faults stopped at ${since}`)
+  /** Records what the user's invariant found at `at`, if anything. */
+  invariant(at: number, message: string | undefined): void {
+    if (message !== undefined) this.fail("invariant", at, message)
+  }
+
+  /** Ends the run at `at`: someone must have led in the `bound` after the faults stopped at `since`. */
+  finish(at: number, since: number, bound: number): void {
+    if (this.ledAt === undefined) {
+      this.fail("no-leader-after-faults", at, `nobody led in the ${bound}ms after the faults stopped at ${since}`)
+    }
   }
 }

@@ -29,6 +29,38 @@ export const rate = (perTenThousand: number): Rate => ({ num: BigInt(perTenThous
 
 export const rateToNumber = (r: Rate): number => Number(r.num) / Number(r.den)
 
+/** A timeline a clock can be scaled over: its instant, and sleeps on it. */
+export interface Timeline {
+  readonly millis: () => number
+  readonly sleepMillis: (millis: number) => Effect.Effect<void>
+}
+
+/**
+ * A clock that reads `offset + rate * timeline` and whose sleeps last
+ * `duration / rate` of the timeline, rounded up, so a sleeper never wakes
+ * before its own clock has moved by the full duration.
+ */
+export const scaledClock = (timeline: Timeline, r: Rate, offset: Duration.Duration = Duration.zero): Clock.Clock => {
+  const offsetNanos = Duration.unsafeToNanos(offset)
+  const nanos = () => offsetNanos + (BigInt(timeline.millis()) * 1_000_000n * r.num) / r.den
+  const millis = () => Number(nanos() / 1_000_000n)
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: millis,
+    currentTimeMillis: Effect.sync(millis),
+    unsafeCurrentTimeNanos: nanos,
+    currentTimeNanos: Effect.sync(nanos),
+    sleep: (duration) =>
+      Effect.suspend(() => {
+        const d = Duration.unsafeToNanos(duration)
+        if (d <= 0n) return Effect.void
+        const divisor = 1_000_000n * r.num
+        const base = (d * r.den + divisor - 1n) / divisor
+        return timeline.sleepMillis(Number(base))
+      })
+  }
+}
+
 interface Sleeper {
   readonly at: number
   readonly seq: number
@@ -54,13 +86,40 @@ class SimScheduler implements Scheduler.Scheduler {
   }
 }
 
+/**
+ * The scheduler of one process of the fleet: passes its fibers' tasks on to
+ * the simulation's scheduler, except while the process is frozen (a GC
+ * pause, SIGSTOP, a VM migration), when it holds them. Its clock keeps
+ * going, so everything that fell due runs, in order, when it thaws.
+ */
+export class Gate implements Scheduler.Scheduler {
+  private held: Array<Scheduler.Task> | undefined
+  constructor(private readonly next: Scheduler.Scheduler) {}
+  scheduleTask(task: Scheduler.Task, priority: number): void {
+    if (this.held === undefined) this.next.scheduleTask(task, priority)
+    else this.held.push(task)
+  }
+  shouldYield(fiber: Fiber.RuntimeFiber<unknown, unknown>): number | false {
+    return this.next.shouldYield(fiber)
+  }
+  freeze(): void {
+    this.held ??= []
+  }
+  thaw(): void {
+    const held = this.held ?? []
+    this.held = undefined
+    for (const task of held) this.next.scheduleTask(task, 0)
+  }
+}
+
 export class VirtualTime {
   /** The timeline, in milliseconds; the database clock follows it at rate 1. */
   private now = 0
   private seq = 0
   /** Sorted by (at, seq). */
   private sleepers: Array<Sleeper> = []
-  private readonly scheduler = new SimScheduler()
+  /** Every fiber of the simulation runs on it, directly or through a {@link Gate}. */
+  readonly scheduler = new SimScheduler()
 
   get millis(): number {
     return this.now
@@ -101,30 +160,9 @@ export class VirtualTime {
     })
   }
 
-  /**
-   * A clock that reads `offset + rate * timeline` and whose sleeps last
-   * `duration / rate` of the timeline, rounded up, so a sleeper never wakes
-   * before its own clock has moved by the full duration.
-   */
+  /** A clock over this timeline: see {@link scaledClock}. */
   clock(r: Rate, offset: Duration.Duration = Duration.zero): Clock.Clock {
-    const offsetNanos = Duration.unsafeToNanos(offset)
-    const nanos = () => offsetNanos + (BigInt(this.now) * 1_000_000n * r.num) / r.den
-    const millis = () => Number(nanos() / 1_000_000n)
-    return {
-      [Clock.ClockTypeId]: Clock.ClockTypeId,
-      unsafeCurrentTimeMillis: millis,
-      currentTimeMillis: Effect.sync(millis),
-      unsafeCurrentTimeNanos: nanos,
-      currentTimeNanos: Effect.sync(nanos),
-      sleep: (duration) =>
-        Effect.suspend(() => {
-          const d = Duration.unsafeToNanos(duration)
-          if (d <= 0n) return Effect.void
-          const divisor = 1_000_000n * r.num
-          const base = (d * r.den + divisor - 1n) / divisor
-          return this.sleepMillis(Number(base))
-        })
-    }
+    return scaledClock({ millis: () => this.now, sleepMillis: (millis) => this.sleepMillis(millis) }, r, offset)
   }
 
   /** Runs every runnable fiber until all of them wait on time or on each other. */

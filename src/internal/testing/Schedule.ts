@@ -6,7 +6,7 @@
  * window comes a quiet period with no faults, in which someone must lead.
  */
 import * as fc from "fast-check"
-import type { Operation } from "../../src/Store.js"
+import type { Operation } from "../../Store.js"
 import { type Rate, rate } from "./VirtualTime.js"
 
 /** What one store operation does while a fault is in force. */
@@ -49,6 +49,11 @@ export type Event =
   | { readonly _tag: "Restart"; readonly slot: Target }
   /** The database clock steps backwards (never forwards). */
   | { readonly _tag: "StepBack"; readonly millis: number }
+  /**
+   * The process stops running for `millis` (a GC pause, SIGSTOP, a VM
+   * migration) while its clock goes on; then everything due runs at once.
+   */
+  | { readonly _tag: "Freeze"; readonly slot: Target; readonly millis: number }
 
 export interface Timed {
   readonly at: number
@@ -140,7 +145,7 @@ const faults = (config: SimConfig): fc.Arbitrary<Faults> => {
   )
 }
 
-const event = (config: SimConfig, slots: number, stepBacks: boolean): fc.Arbitrary<Event> => {
+const event = (config: SimConfig, slots: number, options: ScheduleOptions): fc.Arbitrary<Event> => {
   const slot = fc.oneof(fc.integer({ min: 0, max: slots - 1 }), fc.constant("leader" as const))
   return fc.oneof(
     { weight: 6, arbitrary: fc.record({ _tag: fc.constant("Partition" as const), slot, faults: faults(config) }) },
@@ -150,10 +155,18 @@ const event = (config: SimConfig, slots: number, stepBacks: boolean): fc.Arbitra
     { weight: 2, arbitrary: fc.record({ _tag: fc.constant("Crash" as const), slot }) },
     { weight: 2, arbitrary: fc.record({ _tag: fc.constant("Restart" as const), slot }) },
     {
-      weight: stepBacks ? 1 : 0,
+      weight: options.stepBacks ? 1 : 0,
       arbitrary: fc.record({
         _tag: fc.constant("StepBack" as const),
         millis: fc.integer({ min: 1, max: config.leaseDuration / 2 })
+      })
+    },
+    {
+      weight: options.freezes === true ? 2 : 0,
+      arbitrary: fc.record({
+        _tag: fc.constant("Freeze" as const),
+        slot,
+        millis: fc.integer({ min: 1, max: 2 * config.leaseDuration })
       })
     }
   )
@@ -180,6 +193,8 @@ export interface ScheduleOptions {
   readonly maxEvents: number
   /** Whether the database clock steps back (it never steps forwards). */
   readonly stepBacks: boolean
+  /** Whether processes freeze (default false). */
+  readonly freezes?: boolean | undefined
 }
 
 export const ciOptions: ScheduleOptions = {
@@ -206,7 +221,7 @@ export const schedule = (options: ScheduleOptions): fc.Arbitrary<Schedule> =>
         rates: fc.array(rateOf(config), { minLength: slots, maxLength: slots }),
         window: fc.constant(window),
         events: fc.array(
-          fc.record({ at: fc.integer({ min: 0, max: window }), event: event(config, slots, options.stepBacks) }),
+          fc.record({ at: fc.integer({ min: 0, max: window }), event: event(config, slots, options) }),
           { maxLength: options.maxEvents }
         ).map((events) => [...events].sort((a, b) => a.at - b.at))
       })

@@ -1,0 +1,440 @@
+/**
+ * Runs one fault schedule against a fleet of real electors sharing one
+ * MemoryStore on virtual time, and judges it with the {@link Oracle}.
+ *
+ * ## The fleet
+ * Every slot runs a real `Elector.make` + `run`, made under
+ * `Effect.withClock` of the slot's own clock (so the elector captures it):
+ * the timeline scaled by the slot's rate, with sleeps of `d / rate`. The
+ * database clock follows the timeline at rate 1, three days ahead, and only
+ * ever steps backwards. Each slot reaches the shared store through its own
+ * FaultyStore (partitions, lost replies, slow calls), which goes through one
+ * store-wide FaultyStore (database hangs) to the MemoryStore. A crash makes
+ * every call of the dead process hang (nothing it sends arrives) and
+ * interrupts its run, so it never releases; a restart is a clean shutdown,
+ * if the slot runs, and a new elector with a new identity. A freeze holds
+ * every fiber of the process (its {@link Gate}) while its clock goes on; the
+ * oracle then lets its work outlive its term until it thaws, since no
+ * elector can stop a process that does not run (fencing covers that).
+ *
+ * ## Which clock rates the safety margin absorbs
+ * A leader that sends a request at local instant s believes its lease until
+ * s + min(ttl, L) - M on its own clock (L = leaseDuration, M = safetyMargin;
+ * a fresh write reports ttl = L). At rate r (local seconds per database
+ * second) that is (L - M) / r of database time after sending. The database
+ * stamped the lease on arrival, no earlier than sending, so it expires at
+ * least L after sending; stepping the database clock back only delays that.
+ * Safety needs (L - M) / r <= L, that is r >= 1 - M / L: the default margin,
+ * L / 10, absorbs a clock up to 10% slow; the short config's one second on a
+ * three-second lease absorbs a third. A fast clock only steps down early, so
+ * rates above 1 cost liveness, never safety. Rates are drawn from
+ * [1 - M/L + 0.5%, 1 + M/L] (see `Schedule.minRate`), the half percent
+ * keeping millisecond rounding off the boundary.
+ *
+ * ## How soon someone must lead once the faults stop
+ * At the quiet instant Q every fault is cleared and every dead slot
+ * restarted. Calls still hanging give up within T / rmin (T =
+ * operationTimeout, rmin the slowest rate in the fleet); a call sent before
+ * Q cannot write after that. So the record expires by Q + T/rmin + L + S,
+ * S being the total the database clock stepped back. Every live follower
+ * polls at least every retryPeriod R of its clock (jittered below R), that
+ * is R / rmin, and nothing fails any more: by Q + T/rmin + L + S + R/rmin
+ * someone has inspected the expired record, released it if it was its own,
+ * and acquired it. The bound adds one sampling step and 10ms of rounding.
+ */
+import {
+  type Clock,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  FiberRef,
+  Logger,
+  LogLevel,
+  Option,
+  Random,
+  Runtime,
+  type Scheduler,
+  Scope,
+  TestClock
+} from "effect"
+import * as Elector from "../../Elector.js"
+import * as Store from "../../Store.js"
+import * as MemoryStore from "../../stores/MemoryStore.js"
+import * as Faulty from "./FaultyStore.js"
+import { type Belief, Oracle, type Violation } from "./Oracle.js"
+import type { Faults, OpFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
+import { ops } from "./Schedule.js"
+import { Gate, type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
+
+const election = "sim"
+
+interface Incarnation {
+  readonly identity: string
+  readonly gate: Gate
+  readonly elector: Elector.ElectorShape
+  readonly path: Path
+  readonly fiber: Fiber.RuntimeFiber<never, unknown>
+}
+
+interface Slot {
+  readonly index: number
+  readonly rate: Rate
+  faults: Faults | undefined
+  incarnations: number
+  current: Incarnation | undefined
+}
+
+export interface Result {
+  readonly violation: Violation | undefined
+  readonly terms: number
+  /** The liveness bound after the faults stopped, in milliseconds. */
+  readonly bound: number
+  readonly virtualMillis: number
+}
+
+/** One term of one participant, as the user's work sees it. */
+export interface Term {
+  /** The participant's slot in the fleet (restarts keep it). */
+  readonly slot: number
+  /** The participant's identity: `p<slot>.<incarnation>`. */
+  readonly identity: string
+  readonly fence: bigint
+}
+
+/** The user's side of a run: the leader work and the invariants about its effects. */
+export interface Workload {
+  /** Runs while a participant leads, on its own clock; interrupted when the term ends. */
+  readonly work?: ((term: Term) => Effect.Effect<unknown, unknown>) | undefined
+  /**
+   * Checked at every sampled instant (and once at the end): a message when
+   * something the work did is wrong, undefined when all is well.
+   */
+  readonly invariant?: ((at: number) => string | undefined) | undefined
+}
+
+/** What the simulation offers a workload when it is set up for a run. */
+export interface Timeline {
+  /** The current instant of the run's timeline, in milliseconds (the database clock's rate). */
+  readonly now: () => number
+}
+
+export interface RunOptions {
+  /** Sampling step, in milliseconds of the timeline. */
+  readonly step: number
+  /** Seeds the electors' Random (their poll jitter). */
+  readonly seed: number
+  /** Set up afresh for every run. */
+  readonly workload?: ((timeline: Timeline) => Workload) | undefined
+}
+
+const toFault = (f: OpFault): Faulty.Fault => {
+  switch (f._tag) {
+    case "Pass":
+      return Faulty.pass
+    case "Hang":
+      return Faulty.hang
+    case "Fail":
+      return Faulty.fail
+    case "Die":
+      return Faulty.die
+    case "LostReply":
+      return Faulty.lostReply
+    case "Delay":
+      return Faulty.delay(Duration.millis(f.millis))
+    case "SlowReply":
+      return Faulty.slowReply(Duration.millis(f.millis))
+    case "SlowCancel":
+      return Faulty.slowCancel(Duration.millis(f.millis))
+  }
+}
+
+/** A FaultyStore whose faults take turns, call by call. */
+interface Path {
+  readonly store: Store.StoreShape
+  readonly set: (faults: Faults | undefined) => void
+}
+
+const path = (inner: Store.StoreShape): Path => {
+  const faulty = Faulty.make(inner)
+  let current: Faults | undefined
+  const turn = { acquire: 0, renew: 0, release: 0, inspect: 0 }
+  const next = (op: Ops): void => {
+    const cycle = current?.[op]
+    const fault = cycle === undefined ? undefined : cycle[turn[op]++ % cycle.length]
+    faulty.set(fault === undefined ? Faulty.pass : toFault(fault), op)
+  }
+  // The turn is taken when the call runs, not when it is built.
+  const via = <A, E>(op: Ops, call: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    Effect.suspend(() => {
+      next(op)
+      return call()
+    })
+  return {
+    set: (faults) => {
+      current = faults
+      for (const op of ops) turn[op] = 0
+    },
+    store: {
+      acquire: (...args) => via("acquire", () => faulty.acquire(...args)),
+      renew: (...args) => via("renew", () => faulty.renew(...args)),
+      release: (...args) => via("release", () => faulty.release(...args)),
+      inspect: (...args) => via("inspect", () => faulty.inspect(...args))
+    }
+  }
+}
+
+const hangAll: Faults = { acquire: [{ _tag: "Hang" }], renew: [{ _tag: "Hang" }], release: [{ _tag: "Hang" }], inspect: [{ _tag: "Hang" }] }
+
+export const livenessBound = (schedule: Schedule, step: number): number => {
+  const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
+  const slowest = Math.min(...schedule.rates.map(rateToNumber))
+  const steppedBack = schedule.events.reduce((sum, e) => sum + (e.event._tag === "StepBack" ? e.event.millis : 0), 0)
+  return Math.ceil((operationTimeout + retryPeriod) / slowest + leaseDuration + steppedBack) + step + 10
+}
+
+/**
+ * What moves time in a run: the fast scheduler of {@link VirtualTime}, or
+ * Effect's TestClock (see `TestDriver.ts`).
+ */
+export interface Driver {
+  /** The timeline, in milliseconds since the run started. */
+  readonly millis: () => number
+  /** A clock reading the timeline at `rate`, `offset` ahead. */
+  readonly clock: (r: Rate, offset?: Duration.Duration) => Clock.Clock
+  /** Runs `effect` at the current instant; it must not wait on time. */
+  readonly exec: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  /** The scheduler the fleet's fibers run on (each process through its own {@link Gate}). */
+  readonly scheduler: Scheduler.Scheduler
+  /** Starts a fiber of the fleet. */
+  readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+  /** Moves the timeline to `target`, letting every woken fiber run. */
+  readonly advanceTo: (target: number) => Effect.Effect<void>
+}
+
+/** The fast scheduler: every wake-up runs to quiescence synchronously. */
+export const virtualDriver = (): Driver => {
+  const vt = new VirtualTime()
+  return {
+    millis: () => vt.millis,
+    clock: (r, offset) => vt.clock(r, offset),
+    scheduler: vt.scheduler,
+    exec: (effect) => Effect.sync(() => vt.run(effect)),
+    fork: (effect) => vt.fork(effect),
+    advanceTo: (target) => Effect.sync(() => vt.advanceTo(target))
+  }
+}
+
+/**
+ * Effect's TestClock: the run is an Effect of the calling test, and time
+ * moves by `TestClock.adjust`, which lets woken fibers run by yielding to
+ * the event loop (slower than the fast scheduler, see bench/simulation-drivers.ts).
+ */
+export const testClockDriver: Effect.Effect<Driver> = Effect.gen(function*() {
+  const testClock = yield* TestClock.testClock()
+  const runtime = yield* Effect.runtime<never>()
+  const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+  const origin = testClock.unsafeCurrentTimeMillis()
+  const millis = () => testClock.unsafeCurrentTimeMillis() - origin
+  const timeline = { millis, sleepMillis: (ms: number) => testClock.sleep(Duration.millis(Math.max(1, Math.ceil(ms)))) }
+  return {
+    millis,
+    clock: (r, offset) => scaledClock(timeline, r, offset),
+    scheduler,
+    exec: (effect) => effect,
+    fork: (effect) => Runtime.runFork(runtime)(effect),
+    advanceTo: (target) => Effect.suspend(() => testClock.adjust(Duration.millis(target - millis())))
+  }
+})
+
+export const run = (schedule: Schedule, options: RunOptions): Result =>
+  Effect.runSync(runWith(virtualDriver(), schedule, options))
+
+export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions): Effect.Effect<Result> =>
+  Effect.gen(function*() {
+    const oracle = new Oracle()
+    const quiet = <A, E>(effect: Effect.Effect<A, E>) => Logger.withMinimumLogLevel(effect, LogLevel.None)
+    const dbClock = yield* driver.exec(
+      Effect.withClock(MemoryStore.makeClock({ offset: Duration.days(3) }), driver.clock(rate(10_000)))
+    )
+    const db = yield* driver.exec(MemoryStore.make({ clock: dbClock }))
+    const storeWide = path(db)
+    const { config } = schedule
+    const scope = yield* Scope.make()
+
+    const slots: Array<Slot> = schedule.rates.map((r, index) => ({
+      index,
+      rate: r,
+      faults: undefined,
+      incarnations: 0,
+      current: undefined
+    }))
+
+    const workload = options.workload?.({ now: driver.millis }) ?? {}
+    const invariant = workload.invariant
+    const userWork = workload.work
+    const work = (slot: number, identity: string) => (fence: bigint) =>
+      Effect.suspend(() => {
+        oracle.onStart(identity, fence, driver.millis())
+        return userWork === undefined ? Effect.never : Effect.zipRight(userWork({ slot, identity, fence }), Effect.never)
+      }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence))))
+
+    const start = (slot: Slot) =>
+      Effect.gen(function*() {
+        const identity = `p${slot.index}.${slot.incarnations++}`
+        const via = path(storeWide.store)
+        via.set(slot.faults)
+        const clock = driver.clock(slot.rate, Duration.hours(slot.index * 7))
+        const gate = new Gate(driver.scheduler)
+        const elector = yield* driver.exec(
+          Elector.make({
+            name: election,
+            identity,
+            leaseDuration: Duration.millis(config.leaseDuration),
+            renewInterval: Duration.millis(config.renewInterval),
+            retryPeriod: Duration.millis(config.retryPeriod),
+            operationTimeout: Duration.millis(config.operationTimeout),
+            onStartedLeading: work(slot.index, identity)
+          }).pipe(
+            Effect.provideService(Store.Store, via.store),
+            Effect.withClock(clock),
+            Scope.extend(scope),
+            Effect.orDie,
+            Effect.withScheduler(gate)
+          )
+        )
+        const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
+        const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(elector.run, Random.make(seed))), gate))
+        slot.current = { identity, gate, elector, path: via, fiber }
+      })
+
+    const stop = (slot: Slot, crash: boolean) =>
+      Effect.suspend(() => {
+        const current = slot.current
+        if (current === undefined) return Effect.void
+        if (crash) current.path.set(hangAll)
+        slot.current = undefined
+        return driver.exec(Fiber.interruptFork(current.fiber))
+      })
+
+    const target = (t: Target) =>
+      t === "leader"
+        ? Effect.map(
+          Effect.findFirst(slots, (slot) =>
+            slot.current === undefined ? Effect.succeed(false) : driver.exec(slot.current.elector.isLeader)),
+          Option.getOrUndefined
+        )
+        : Effect.succeed(slots[t])
+
+    const handle = ({ event }: Timed): Effect.Effect<void> => {
+      switch (event._tag) {
+        case "Partition":
+        case "Heal":
+          return Effect.map(target(event.slot), (slot) => {
+            if (slot === undefined) return
+            slot.faults = event._tag === "Partition" ? event.faults : undefined
+            slot.current?.path.set(slot.faults)
+          })
+        case "StoreFault":
+          return Effect.sync(() => storeWide.set(event.faults))
+        case "StoreHeal":
+          return Effect.sync(() => storeWide.set(undefined))
+        case "Crash":
+          return Effect.flatMap(target(event.slot), (slot) => slot === undefined ? Effect.void : stop(slot, true))
+        case "Restart":
+          return Effect.flatMap(
+            target(event.slot),
+            (slot) => slot === undefined ? Effect.void : Effect.zipRight(stop(slot, false), start(slot))
+          )
+        case "StepBack":
+          return driver.exec(dbClock.stepBack(Duration.millis(event.millis)))
+        case "Freeze":
+          return Effect.map(target(event.slot), (slot) => {
+            const current = slot?.current
+            if (current === undefined) return
+            current.gate.freeze()
+            oracle.onFreeze(current.identity)
+            thaws.push({ at: driver.millis() + event.millis, gate: current.gate })
+            thaws.sort((a, b) => a.at - b.at)
+          })
+      }
+    }
+
+    /** Frozen processes, by the instant they thaw. */
+    const thaws: Array<{ readonly at: number; readonly gate: Gate }> = []
+    const thawAll = () => {
+      for (const { gate } of thaws.splice(0)) gate.thaw()
+    }
+
+    /** Handles the events and thaws due by `t`, in time order (a thaw first on a tie). */
+    const until = (t: number) =>
+      Effect.gen(function*() {
+        for (;;) {
+          const event = schedule.events[next]
+          const thaw = thaws[0]
+          const eventAt = event !== undefined && event.at <= t ? event.at : Infinity
+          const thawAt = thaw !== undefined && thaw.at <= t ? thaw.at : Infinity
+          if (eventAt === Infinity && thawAt === Infinity) return
+          if (thawAt <= eventAt) {
+            yield* driver.advanceTo(thawAt)
+            thaws.shift()!.gate.thaw()
+          } else {
+            next++
+            yield* driver.advanceTo(eventAt)
+            yield* handle(event!)
+          }
+        }
+      })
+
+    const calm = Effect.suspend(() => {
+      storeWide.set(undefined)
+      thawAll()
+      return Effect.forEach(slots, (slot) => {
+        slot.faults = undefined
+        if (slot.current === undefined) return start(slot)
+        slot.current.path.set(undefined)
+        return Effect.void
+      }, { discard: true })
+    })
+
+    const observe = Effect.gen(function*() {
+      const beliefs: Array<Belief> = []
+      for (const slot of slots) {
+        const current = slot.current
+        if (current === undefined) continue
+        const isLeader = yield* current.elector.isLeader
+        const fence = yield* current.elector.fence
+        beliefs.push({ identity: current.identity, isLeader, fence: Option.getOrUndefined(fence) })
+      }
+      const lease = yield* Effect.option(db.inspect(election))
+      return { beliefs, lease: Option.getOrUndefined(lease) }
+    })
+
+    const bound = livenessBound(schedule, options.step)
+    const calmAt = schedule.window
+    const end = calmAt + bound
+    for (const slot of slots) yield* start(slot)
+    let next = 0
+    let calmed = false
+    for (let t = 0; t <= end && oracle.violation === undefined; t += options.step) {
+      yield* until(t)
+      if (!calmed && t >= calmAt) {
+        yield* driver.advanceTo(calmAt)
+        yield* calm
+        calmed = true
+      }
+      yield* driver.advanceTo(t)
+      const { beliefs, lease } = yield* driver.exec(observe)
+      oracle.sample(t, beliefs, lease, calmed)
+      if (invariant !== undefined) oracle.invariant(t, invariant(t))
+    }
+    oracle.finish(end, calmAt, bound)
+    // Shut everyone down and let hanging calls time out, so that no fiber (nor
+    // the timer Effect.never holds) outlives the run.
+    for (const slot of slots) yield* stop(slot, false)
+    storeWide.set(undefined)
+    const virtualMillis = driver.millis()
+    yield* driver.advanceTo(virtualMillis + 4 * config.operationTimeout)
+    yield* driver.exec(Scope.close(scope, Exit.void))
+    return { violation: oracle.violation, terms: oracle.terms, bound, virtualMillis }
+  })

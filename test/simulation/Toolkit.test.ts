@@ -1,0 +1,139 @@
+import { describe, expect, it } from "vitest"
+import { Duration, Effect } from "effect"
+import * as fc from "fast-check"
+import { Oracle } from "../../src/internal/testing/Oracle.js"
+import { VirtualTime } from "../../src/internal/testing/VirtualTime.js"
+import * as Lease from "../../src/Lease.js"
+import * as Simulation from "../../src/testing/Simulation.js"
+
+const lease = (holder: string, fence: bigint, ttl: number): Lease.Lease => ({
+  name: "sim",
+  holder,
+  fence,
+  payload: null,
+  acquiredAt: new Date(0),
+  renewedAt: new Date(0),
+  expiresAt: new Date(ttl),
+  now: new Date(0)
+})
+
+describe("the simulation's oracle", () => {
+  const first = (f: (oracle: Oracle) => void) => {
+    const oracle = new Oracle()
+    f(oracle)
+    return oracle.violation
+  }
+
+  it("accepts terms that follow each other under increasing fences", () => {
+    expect(first((o) => {
+      o.onStart("a", 1n, 0)
+      o.onStop("a", 1n)
+      o.onStart("b", 2n, 10)
+      o.sample(10, [{ identity: "b", isLeader: true, fence: 2n }, { identity: "a", isLeader: false, fence: undefined }], lease("b", 2n, 5), true)
+      o.finish(20, 0, 20)
+    })).toBeUndefined()
+  })
+
+  it("catches overlapping work, reused and backwards fences", () => {
+    expect(first((o) => {
+      o.onStart("a", 1n, 0)
+      o.onStart("b", 2n, 5)
+    })).toEqual({ check: "work-overlap", at: 5, message: "b started work under fence 2 while a's work under fence 1 still ran" })
+    expect(first((o) => {
+      o.onStart("a", 1n, 0)
+      o.onStop("a", 1n)
+      o.onStart("a", 1n, 7)
+    })).toEqual({ check: "fence-reused", at: 7, message: "fence 1 started a second term (a)" })
+    expect(first((o) => {
+      o.onStart("a", 2n, 0)
+      o.onStop("a", 2n)
+      o.onStart("b", 1n, 9)
+    })).toEqual({ check: "fence-backwards", at: 9, message: "b started under fence 1 after fence 2" })
+  })
+
+  it("catches two leaders, a leader the database does not know, and a fleet nobody leads", () => {
+    const both = [{ identity: "a", isLeader: true, fence: 1n }, { identity: "b", isLeader: true, fence: 2n }]
+    expect(first((o) => o.sample(3, both, lease("b", 2n, 5), false))?.message).toBe("a@1 and b@2 both lead")
+    expect(first((o) => o.sample(4, [both[0]!], undefined, false))).toEqual({
+      check: "leader-not-in-db",
+      at: 4,
+      message: "a@1 believes it leads; the database says no record"
+    })
+    expect(first((o) => o.sample(4, [both[0]!], lease("b", 2n, 1500), false))?.message).toBe(
+      "a@1 believes it leads; the database says b@2, 1500ms left"
+    )
+    expect(first((o) => o.finish(9000, 5000, 4000))).toEqual({
+      check: "no-leader-after-faults",
+      at: 9000,
+      message: "nobody led in the 4000ms after the faults stopped at 5000"
+    })
+  })
+
+  it("keeps the first violation, and records the user's invariant", () => {
+    expect(first((o) => {
+      o.invariant(3, undefined)
+      o.invariant(4, "my sink is out of order")
+      o.invariant(5, "later")
+    })).toEqual({ check: "invariant", at: 4, message: "my sink is out of order" })
+  })
+})
+
+describe("virtual time", () => {
+  it("refuses to run synchronously an effect that waits on time, and reports failures", () => {
+    const vt = new VirtualTime()
+    expect(() => vt.run(vt.sleepMillis(5))).toThrow("VirtualTime.run: the effect waits on virtual time")
+    expect(() => vt.run(Effect.fail("boom"))).toThrow(/VirtualTime\.run failed: .*boom/)
+    expect(vt.run(Effect.as(vt.clock(Simulation.rate(20_000)).sleep(Duration.zero), 1))).toBe(1)
+  })
+})
+
+describe("Simulation.check", () => {
+  const schedules: Simulation.ScheduleOptions = {
+    ...Simulation.defaultScheduleOptions,
+    configs: [Simulation.shortConfig],
+    maxSlots: 3,
+    maxLeases: 4
+  }
+
+  it("counts what it ran", async () => {
+    const counters: Simulation.Counters = { schedules: 0, terms: 0, virtualMillis: 0 }
+    await Simulation.check({ schedules, runs: 3, seed: 5, counters })
+    expect(counters.schedules).toBe(3)
+    expect(counters.terms).toBeGreaterThanOrEqual(3)
+    expect(counters.virtualMillis).toBeGreaterThan(3 * 9000)
+  })
+
+  it("replays one schedule from a reported seed and path", async () => {
+    const seen: Array<number> = []
+    const workload = () => ({ invariant: (at: number) => (seen.push(at), at >= 1000 ? `at ${at}` : undefined) })
+    const failure = await Simulation.check({ schedules, runs: 5, seed: 5, workload }).then(() => undefined, (e: Error) => e)
+    const replay = /seed: (\d+), path: "([\d:]*)"/.exec(failure!.message)!
+    expect(failure!.message).toContain("invariant at 1000ms: at 1000")
+    seen.length = 0
+    await expect(Simulation.check({ schedules, seed: Number(replay[1]), path: replay[2]!, workload })).rejects.toThrow(
+      "invariant at 1000ms: at 1000"
+    )
+    // One run, not a search: the replayed schedule's samples up to the failure.
+    expect(seen).toEqual(Array.from({ length: 21 }, (_, i) => i * 50))
+  })
+
+  it("generates schedules: a fleet of 3 to 7, events sorted within the fault window", () => {
+    for (const s of fc.sample(Simulation.schedules(), { numRuns: 20, seed: 1 })) {
+      expect(s.rates.length).toBeGreaterThanOrEqual(3)
+      expect(s.rates.length).toBeLessThanOrEqual(7)
+      expect(s.events.map((e) => e.at)).toEqual(s.events.map((e) => e.at).sort((a, b) => a - b))
+      expect(s.events.every((e) => e.at <= s.window && e.event._tag !== "Freeze")).toBe(true)
+    }
+  })
+
+  it("describes a schedule one event a line", () => {
+    expect(Simulation.describe({
+      config: Simulation.shortConfig,
+      rates: [Simulation.rate(10_000), Simulation.rate(9_500)],
+      window: 4000,
+      events: [{ at: 250, event: { _tag: "Crash", slot: "leader" } }]
+    })).toBe(
+      "config short, 2 participants at rates 1.0000, 0.9500, faults for 4000ms\n      250ms {\"_tag\":\"Crash\",\"slot\":\"leader\"}"
+    )
+  })
+})
