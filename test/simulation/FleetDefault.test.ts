@@ -3,5 +3,5 @@ import { check } from "./ci.js"
 import { Simulation } from "../../src/testing.js"
 
 describe("fleet simulation (default config)", () => {
-  it("stays safe and elects again under generated fault schedules", () => check(Simulation.defaultConfig, 400, 100), 300_000)
+  it("stays safe and elects again under generated fault schedules", () => check(Simulation.defaultConfig, 200, 100), 300_000)
 })
