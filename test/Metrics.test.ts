@@ -89,6 +89,20 @@ describe("Metrics", () => {
       expect(follower.terms).toBe(0)
     }))
 
+  it.scoped("a participant that joins while another of its election leads in this process does not reset is_leader", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const db = yield* world
+      const leader = yield* join(db, { name, identity: "a" })
+      expect(yield* leader.elector.isLeader).toBe(true)
+      yield* join(db, { name, identity: "b" })
+      expect((yield* read(name)).leading).toBe(1)
+      // a releases; b takes over at its next poll (retryPeriod 3s).
+      yield* Scope.close(leader.scope, Exit.void)
+      yield* seconds(4)
+      expect((yield* read(name)).leading).toBe(1)
+    }))
+
   it.scoped("names the identity on the info gauge only: a restart with a new identity starts no new series", () =>
     Effect.gen(function*() {
       const name = election()

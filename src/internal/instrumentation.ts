@@ -32,10 +32,13 @@ export const make = (election: string, identity: string): Effect.Effect<Instrume
   const info = Metric.tagged(tag(Metrics.info), "identity", identity)
   const announce = Effect.acquireRelease(Metric.set(info, 1), () => Metric.set(info, 0))
   const storeFatal = tag(Metrics.storeFatal)
-  return Effect.as(Effect.zipRight(announce, Effect.zipRight(Metric.set(leading, 0), Metric.set(storeFatal, 0))), {
-    termStarted: Effect.zipRight(Metric.increment(tag(Metrics.terms)), Metric.set(leading, 1)),
+  // The series are per election, shared by the participants of one process,
+  // so a term moves the gauge by one rather than setting it: a participant
+  // that joins (or follows) never resets what another one's term reported.
+  return Effect.as(Effect.zipRight(announce, Effect.zipRight(Metric.modify(leading, 0), Metric.set(storeFatal, 0))), {
+    termStarted: Effect.zipRight(Metric.increment(tag(Metrics.terms)), Metric.modify(leading, 1)),
     termEnded: (reason) =>
-      Effect.zipRight(Metric.set(leading, 0), Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))),
+      Effect.zipRight(Metric.modify(leading, -1), Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))),
     renewed: (duration) => Metric.update(latency, duration),
     storeFailed: (error) =>
       Metric.increment(
