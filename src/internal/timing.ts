@@ -83,16 +83,14 @@ export const claimSlack = Duration.millis(1)
  * How long after a reply that showed a lease valid for `ttl` more (both ends
  * from one database statement) a follower waits before claiming it, in whole
  * milliseconds. The database read its clock somewhere between send and
- * reply, so counted from the reply the lease has expired by `ttl`; the wait
- * is stretched by the clock-rate tolerance and the millisecond rounding of the
- * timestamps, so that the claim does not land before the expiry.
+ * reply, so counted from the reply the lease has expired by `ttl` plus the
+ * rounding of its timestamps; stretched by the clock-rate tolerance, that
+ * wait on the follower's clock does not end before the expiry.
  *
  * @internal
  */
-export const untilClaimable = (ttl: Duration.Duration): Duration.Duration => {
-  const millis = Duration.toMillis(ttl)
-  return Duration.millis(Math.ceil(millis + millis * claimRateTolerance) + Duration.toMillis(claimSlack))
-}
+export const untilClaimable = (ttl: Duration.Duration): Duration.Duration =>
+  Duration.millis(Math.ceil((Duration.toMillis(ttl) + Duration.toMillis(claimSlack)) * (1 + claimRateTolerance)))
 
 /**
  * A follower's next step after seeing someone else's valid lease: a claim at
