@@ -6,8 +6,8 @@
  * wedged connection away so that the next call, once the path heals, gets a
  * working one. Every pool here has ONE connection, so a wedged connection
  * that went back to the pool would make that next call hang too. The store
- * keeps a connection whose caller gave up out of the pool for one more
- * operation timeout (the grace: a late answer would let it keep it), then
+ * keeps a connection whose caller gave up out of the pool for twice its
+ * operation timeout more (the grace: a late answer would let it keep it), then
  * destroys it; the next call here comes after that grace.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
@@ -33,7 +33,7 @@ const timeout = Duration.seconds(1)
 const slack = Duration.millis(1500)
 
 /** A little longer than the grace the store gives a connection whose caller gave up. */
-const pastGrace = Duration.times(timeout, 1.5)
+const pastGrace = Duration.times(timeout, 2.5)
 
 const elapsed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {

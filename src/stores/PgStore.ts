@@ -11,7 +11,7 @@
  * Statements run on connections checked out of a `pg.Pool`. An interrupted or
  * timed-out call gives control back at once; its connection goes back to the
  * pool only once its statement answered, and is destroyed if it does not
- * answer within another `operationTimeout`: a connection whose server stopped
+ * answer within twice `operationTimeout` more: a connection whose server stopped
  * answering is never handed out again, and a late answer costs no reconnect. (`@effect/sql-pg`'s `PgClient` would
  * wait up to 5 s on `pg_cancel_backend` and then reuse the wedged
  * connection.)
@@ -232,8 +232,8 @@ const lostCreateRace = (error: StoreError): boolean =>
  *
  * Every call still returns at `operationTimeout`. A connection whose call
  * timed out or was interrupted stays out of the pool until its statement
- * answers, then goes back; one that does not answer within another
- * `operationTimeout`, or whose socket failed, is destroyed (removed from the
+ * answers, then goes back; one that does not answer within twice
+ * `operationTimeout` more, or whose socket failed, is destroyed (removed from the
  * pool). So a wedged connection is never handed to the next caller, the app's
  * own queries included, and an overloaded process does not reconnect for
  * every call that overran. The store uses at most the pool's `max`
@@ -270,7 +270,9 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
     const table = yield* qualifiedName(options.schema ?? "", options.table ?? defaultTable)
     const timeout = yield* SqlStore.operationTimeout(options)
     const sql = statements(table)
-    const slots = connections(pool, timeout)
+    // A call let in just before its deadline is abandoned at once: its late
+    // answer needs about a round trip, hence twice the timeout of grace.
+    const slots = connections(pool, Duration.times(timeout, 2))
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
       query(slots, operation, statement, values).pipe(
         Effect.mapError((error) => toStoreError(operation, error)),
