@@ -9,10 +9,12 @@
  * the store never asks the pool for more than it has.
  *
  * When every slot is taken, renewals and releases (a leader keeping or ending
- * its term) wait in their own queue, served first; polls (`inspect`,
- * `acquire`) wait behind them, at most `capacity` of them, and any further
- * poll is refused at once with {@link Saturated}, a retryable error: the
- * follower tries again at its next poll, and the store does no work for it.
+ * its term) wait in their own queue, served first; the other calls wait
+ * behind them, and a follower's poll (`inspect`) that would wait behind
+ * `capacity` others is refused at once with {@link Saturated}, a retryable
+ * error: the follower tries again at its next poll, and the store does no
+ * work for it. A claim (`acquire`) is never shed: a follower only claims a
+ * lease it saw free, and the claim is what ends a leaderless interval.
  * Waiting is bounded by the call's own deadline.
  *
  * {@link use} runs one call through the gate on a driver's pool. The caller
@@ -42,7 +44,7 @@ import type { Operation } from "../../Store.js"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * new PgStore.Saturated({ operation: "inspect", capacity: 4 }).message
- * // "inspect shed: all 4 connections are busy and 4 polls already wait"
+ * // "inspect shed: all 4 connections are busy and 4 calls already wait"
  * ```
  */
 export class Saturated extends Data.TaggedError("Saturated")<{
@@ -50,7 +52,7 @@ export class Saturated extends Data.TaggedError("Saturated")<{
   readonly capacity: number
 }> {
   override get message(): string {
-    return `${this.operation} shed: all ${this.capacity} connections are busy and ${this.capacity} polls already wait`
+    return `${this.operation} shed: all ${this.capacity} connections are busy and ${this.capacity} calls already wait`
   }
 }
 
@@ -64,7 +66,7 @@ export interface Gate {
   /**
    * Admits a call for `operation`: `admitted` runs once a slot is free (maybe
    * at once, synchronously). A poll that would have to queue behind
-   * `capacity` others is refused instead.
+   * `capacity` other calls is refused instead.
    */
   readonly enter: (operation: Operation, admitted: () => void) => Ticket | Saturated
   /** Frees the slot of an admitted call; call it exactly once per admission. */
@@ -80,7 +82,7 @@ const admittedAtOnce: Ticket = { cancel: () => false }
 export const make = (capacity: number): Gate => {
   let free = capacity
   const leaders: Array<() => void> = []
-  const polls: Array<() => void> = []
+  const others: Array<() => void> = []
   const withdraw = (queue: Array<() => void>, waiter: () => void): boolean => {
     const index = queue.indexOf(waiter)
     if (index < 0) return false
@@ -94,15 +96,15 @@ export const make = (capacity: number): Gate => {
         admitted()
         return admittedAtOnce
       }
-      const queue = urgent(operation) ? leaders : polls
-      if (queue === polls && polls.length >= capacity) return new Saturated({ operation, capacity })
+      const queue = urgent(operation) ? leaders : others
+      if (operation === "inspect" && others.length >= capacity) return new Saturated({ operation, capacity })
       // A fresh function per call: its identity is what `cancel` looks for.
       const waiter = () => admitted()
       queue.push(waiter)
       return { cancel: () => withdraw(queue, waiter) }
     },
     leave: () => {
-      const next = leaders.shift() ?? polls.shift()
+      const next = leaders.shift() ?? others.shift()
       if (next === undefined) free += 1
       else next()
     }
