@@ -45,21 +45,21 @@ const lease = Duration.seconds(30)
 
 interface Target {
   readonly port: number
-  readonly store: (proxy: FaultProxy, maxConnections: number) => Layer.Layer<Store.Store, unknown>
+  readonly store: (proxy: FaultProxy, maxConnections: number, ensureSchema?: boolean) => Layer.Layer<Store.Store, unknown>
 }
 
 const targets: ReadonlyArray<readonly [string, Target]> = [
   ["PostgreSQL", {
     port: Number(new URL(directUrl).port),
-    store: (proxy, maxConnections) =>
-      PgStore.layerFromUrl(proxy.via(directUrl), { table, ensureSchema: true, maxConnections, operationTimeout })
+    store: (proxy, maxConnections, ensureSchema = true) =>
+      PgStore.layerFromUrl(proxy.via(directUrl), { table, ensureSchema, maxConnections, operationTimeout })
   }],
   ["MariaDB", {
     port: Number(new URL(mariadbUrl).port),
-    store: (proxy, maxConnections) =>
+    store: (proxy, maxConnections, ensureSchema = true) =>
       MysqlStore.layerFromUrl(`mysql://root@127.0.0.1:${proxy.port}/test`, {
         table,
-        ensureSchema: true,
+        ensureSchema,
         maxConnections,
         operationTimeout
       })
@@ -78,6 +78,27 @@ const shed = (result: Either.Either<unknown, unknown>): boolean =>
   (result.left.cause as { readonly _tag?: string } | undefined)?._tag === "Saturated"
 
 describe.each(targets)("%s store past its capacity", (label, target) => {
+  it.scopedLive("a connection that opens after its caller gave up goes into the pool, not away", () =>
+    Effect.gen(function*() {
+      const proxy = yield* proxyScoped({ targetPort: target.port })
+      // The table first, on a pool that is gone again before the test starts.
+      yield* Effect.scoped(Layer.build(target.store(proxy, 1)))
+      const store = yield* Effect.map(Layer.build(target.store(proxy, 1, false)), Context.get(Store.Store))
+      const name = uniqueName("overload-late-connect")
+      // The handshake's bytes are held, then delivered: the call gives up
+      // while connecting, and the connection opens after it did.
+      proxy.setMode(Mode.blackhole)
+      const gaveUp = yield* Effect.flip(store.inspect(name))
+      expect(gaveUp).toMatchObject({ _tag: "StoreError", retryable: true })
+      proxy.setMode(Mode.pass)
+      yield* Effect.sleep(operationTimeout)
+      for (let i = 0; i < 3; i++) {
+        expect(yield* Effect.flip(store.inspect(name))).toMatchObject({ _tag: "NoLease" })
+      }
+      // One for the table, one that opened late and serves every call since.
+      expect(proxy.stats().connectionsAccepted).toBe(2)
+    }), 30_000)
+
   it.scopedLive("calls that overrun keep their connections; polls are shed, renewals are not", () =>
     Effect.gen(function*() {
       const { proxy, store } = yield* storeVia(target, 1)

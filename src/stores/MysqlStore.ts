@@ -99,6 +99,13 @@ export {
    */
   OperationTimeout
 } from "./internal/sqlStore.js"
+export {
+  /**
+   * @since 0.2.0
+   * @category errors
+   */
+  Saturated
+} from "./internal/gate.js"
 
 /**
  * The options every constructor takes.

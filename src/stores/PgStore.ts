@@ -72,7 +72,7 @@ export {
 } from "./internal/sqlStore.js"
 export {
   /**
-   * @since 0.3.0
+   * @since 0.2.0
    * @category errors
    */
   Saturated

@@ -37,7 +37,7 @@ import type { Operation } from "../../Store.js"
  * A poll refused because every connection of the store was busy and enough
  * polls were already waiting. Retryable: it is skipped, not failed.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category errors
  * @example
  * ```ts
