@@ -113,7 +113,7 @@ export class Fleet {
   }
 
   /** Resolves once the process in `slot` has built its elector. */
-  async ready(slot: string, timeoutMs = 30_000): Promise<void> {
+  async ready(slot: string, timeoutMs = 60_000): Promise<void> {
     const deadline = performance.now() + timeoutMs
     while (this.members.get(slot)?.ready !== true) {
       if (performance.now() > deadline) throw new Error(`${slot} not ready within ${timeoutMs} ms`)

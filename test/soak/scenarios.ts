@@ -209,6 +209,8 @@ export const runScenario = async (backend: Backend, scenario: Scenario, options:
   let recoveryMs = 0
   try {
     for (let i = 0; i < scenario.participants; i++) await fleet.start(`p${i}`)
+    // Starting node and loading the library takes seconds on a loaded machine.
+    for (const slot of fleet.slots) await fleet.ready(slot)
     await fleet.stableLeader(30_000, 500)
     await scenario.run(ctx)
     backend.setAll(Mode.pass)
@@ -527,6 +529,7 @@ const neighbour: Scenario = {
     })
     try {
       for (const slot of ["q0", "q1"]) await other.start(slot)
+      for (const slot of ["q0", "q1"]) await other.ready(slot)
       await other.stableLeader(livenessBoundMs, 500)
       await ctx.fault("neighbour's row locked", ctx.seconds * 1000, async () => {
         const release = await ctx.backend.lockElection(other.options.name)
