@@ -9,7 +9,8 @@
  * all the CPU measured is the elector's. After a warm-up it prints, over the
  * measured window:
  *
- * - CPU (user + system) per store call, in microseconds;
+ * - CPU (user + system) per store call, in microseconds, less what the
+ *   process spends idle (measured for 2 s before the electors start);
  * - bytes allocated per store call (from the heap before and after each GC,
  *   via v8.GCProfiler) and the share of wall time spent in GC;
  * - how many times `changes` emits per renewal, for a participant alone in its election;
@@ -19,7 +20,7 @@
  *   BENCH_ELECTIONS=300 BENCH_SECONDS=20 npm run bench:overhead
  */
 import { performance, PerformanceObserver } from "node:perf_hooks"
-import { GCProfiler } from "node:v8"
+import { GCProfiler, getHeapStatistics } from "node:v8"
 import { Duration, Effect, Logger, LogLevel, Stream } from "effect"
 import * as Elector from "../src/Elector.js"
 import type * as Lease from "../src/Lease.js"
@@ -107,16 +108,20 @@ const makeStore = () => {
   return { store, counts }
 }
 
-/** Bytes allocated between GCs: each GC's heap before it, less the heap after the one before. */
-const allocated = (profile: ReturnType<GCProfiler["stop"]>): number => {
-  let total = 0
-  let after: number | undefined
-  for (const gc of profile?.statistics ?? []) {
-    const before = gc.beforeGC.heapStatistics.usedHeapSize
-    if (after !== undefined) total += Math.max(0, before - after)
-    after = gc.afterGC.heapStatistics.usedHeapSize
-  }
-  return total
+/** Bytes allocated over a window: the heap's growth plus what each GC in it freed. */
+const allocated = (usedBefore: number, profile: ReturnType<GCProfiler["stop"]>, usedAfter: number): number =>
+  (profile?.statistics ?? []).reduce(
+    (sum, gc) => sum + gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize,
+    usedAfter - usedBefore
+  )
+
+/** CPU microseconds per second this process spends with nothing to do (tsx, timers), taken off the figures. */
+const idleCpu = async (): Promise<number> => {
+  const from = process.cpuUsage()
+  const wall = performance.now()
+  await new Promise((resolve) => setTimeout(resolve, 2000))
+  const used = process.cpuUsage(from)
+  return (used.user + used.system) / ((performance.now() - wall) / 1000)
 }
 
 const isLeaderNanos = async (): Promise<number> => {
@@ -165,6 +170,7 @@ const program = Effect.gen(function*() {
   })
   observer.observe({ entryTypes: ["gc"] })
   const profiler = new GCProfiler()
+  const usedBefore = getHeapStatistics().used_heap_size
   profiler.start()
   const calls = counts.calls
   const emitted = emissions
@@ -174,13 +180,14 @@ const program = Effect.gen(function*() {
   yield* Effect.sleep(Duration.seconds(measured))
   const used = process.cpuUsage(cpu)
   const elapsed = performance.now() - wall
-  const bytes = allocated(profiler.stop())
+  const bytes = allocated(usedBefore, profiler.stop(), getHeapStatistics().used_heap_size)
   observer.disconnect()
   const n = counts.calls - calls
   const leaders = yield* Effect.forEach(electors, (e) => e.isLeader)
+  const busy = used.user + used.system - idle * (elapsed / 1000)
   return {
     calls: n,
-    cpuMicros: (used.user + used.system) / n,
+    cpuMicros: busy / n,
     cpuShare: (used.user + used.system) / 1000 / elapsed,
     bytesPerCall: bytes / n,
     gcShare: gcMillis / elapsed,
@@ -189,6 +196,7 @@ const program = Effect.gen(function*() {
   }
 })
 
+const idle = await idleCpu()
 const result = await Effect.runPromise(Effect.scoped(program).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
 const nanos = await isLeaderNanos()
 console.log(
@@ -196,7 +204,9 @@ console.log(
     `elections x participants       ${elections} x 3, fast timing, ${measured} s measured after ${warmUp} s`,
     `store calls                    ${result.calls} (${(result.calls / measured).toFixed(0)}/s)`,
     `leaders at the end             ${result.leaders} of ${elections}`,
-    `CPU per store call             ${result.cpuMicros.toFixed(1)} us (process CPU ${(result.cpuShare * 100).toFixed(1)} %)`,
+    `CPU per store call             ${result.cpuMicros.toFixed(1)} us (process CPU ${(result.cpuShare * 100).toFixed(1)} %, idle ${
+      (idle / 1e4).toFixed(1)
+    } % taken off)`,
     `allocated per store call       ${(result.bytesPerCall / 1024).toFixed(1)} KiB`,
     `GC share of wall time          ${(result.gcShare * 100).toFixed(2)} %`,
     `changes emitted per renewal    ${result.emissionsPerRenewal.toFixed(2)}`,

@@ -57,6 +57,16 @@ interface State {
   readonly lastError: Option.Option<LastError>
 }
 
+/** A store call waiting for its answer. */
+interface InFlight {
+  /** Local monotonic nanoseconds at which it gives up. */
+  readonly deadline: bigint
+  /** Answered, timed out or interrupted: whichever came first settled it. */
+  settled: boolean
+  /** Times it out, unless settled. */
+  readonly expire: () => void
+}
+
 /** Why a term ended, other than shutdown. */
 type StepDown = "expired" | "lost" | "failed"
 
@@ -229,17 +239,37 @@ export const make = (
       }
     }
 
+    // The store calls waiting for an answer, in the order they were made,
+    // which is the order of their deadlines: each is operationTimeout after
+    // the call was made, on the monotonic clock. One daemon fiber times them
+    // all out, so that a call needs no timer of its own: it sleeps until the
+    // deadline of the oldest call still waiting, and passes over the calls
+    // answered already. It stops when the elector's scope closes, after
+    // `run` has (finalizers run in reverse order), so it bounds the calls of
+    // the last step-down too.
+    const waiting = yield* Queue.unbounded<InFlight>()
+    const timeout = Duration.unsafeToNanos(config.operationTimeout)
+    const timer = yield* Effect.gen(function*() {
+      while (true) {
+        const call = yield* Queue.take(waiting)
+        const wait = call.deadline - clock.unsafeCurrentTimeNanos()
+        if (!call.settled && wait > 0n) yield* clock.sleep(Duration.nanos(wait))
+        call.expire()
+      }
+    }).pipe(Effect.interruptible, Effect.forkDaemon)
+    yield* Effect.addFinalizer(() => Fiber.interruptFork(timer))
+
     // Every store call gives control back at operationTimeout, whatever the
-    // store does with the interruption: the attempt and its timer run as
-    // daemon fibers, never children of the caller (a fiber waits for its
-    // children when it exits, so a driver that takes its time to cancel would
-    // hold up the step-down that interrupts the caller). The caller waits in
-    // `Effect.async`, resumed by whichever of the two ends first, which
-    // interrupts the other without waiting for it. The race is settled by
-    // resuming the waiter rather than by interrupting it, so it holds in
-    // uninterruptible regions too (the release at step-down). Whatever the
-    // store's effect ends with that is not one of its errors (a defect, an
-    // interruption) becomes a fatal StoreError.
+    // store does with the interruption: the attempt runs as a daemon fiber,
+    // never a child of the caller (a fiber waits for its children when it
+    // exits, so a driver that takes its time to cancel would hold up the
+    // step-down that interrupts the caller). The caller waits in
+    // `Effect.async`, resumed by the attempt's end or by the timer, whichever
+    // comes first; the attempt is then interrupted without waiting for it.
+    // The race is settled by resuming the waiter rather than by interrupting
+    // it, so it holds in uninterruptible regions too (the release at
+    // step-down). Whatever the store's effect ends with that is not one of
+    // its errors (a defect, an interruption) becomes a fatal StoreError.
     const call = <A, E>(
       operation: Operation,
       effect: Effect.Effect<A, E>,
@@ -247,39 +277,43 @@ export const make = (
     ): Effect.Effect<A, E | StoreError> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.flatMap(Effect.forkDaemon(Effect.interruptible(effect)), (attempt) =>
-          Effect.flatMap(
-            Effect.forkDaemon(Effect.interruptible(clock.sleep(config.operationTimeout))),
-            (timer) =>
-              restore(Effect.async<A, E | StoreError>((resume) => {
-                let settled = false
-                const settle = (outcome: Exit.Exit<A, E | StoreError>) => {
-                  if (settled) return
-                  settled = true
-                  attempt.unsafeInterruptAsFork(FiberId.none)
-                  timer.unsafeInterruptAsFork(FiberId.none)
-                  resume(outcome)
-                }
-                attempt.addObserver((exit) =>
-                  settle(
-                    Exit.isSuccess(exit) ? exit : Either.match(Cause.failureOrCause(exit.cause), {
-                      onLeft: (error) => Exit.fail(error),
-                      onRight: (other) => Exit.fail(storeBroke(operation, other))
-                    })
-                  )
-                )
-                timer.addObserver(() =>
-                  settle(Exit.fail(
+          restore(Effect.async<A, E | StoreError>((resume) => {
+            // Interrupts the attempt unless it has ended: the store's answer settled the call.
+            const settle = (outcome: Exit.Exit<A, E | StoreError>, ended: boolean) => {
+              if (inFlight.settled) return
+              inFlight.settled = true
+              if (!ended) attempt.unsafeInterruptAsFork(FiberId.none)
+              resume(outcome)
+            }
+            const inFlight: InFlight = {
+              deadline: clock.unsafeCurrentTimeNanos() + timeout,
+              settled: false,
+              expire: () =>
+                settle(
+                  Exit.fail(
                     new StoreError({
                       operation,
                       retryable: true,
                       reason: `no answer within ${formatDuration(config.operationTimeout)}`,
                       cause: undefined
                     })
-                  ))
+                  ),
+                  false
                 )
-                return Effect.sync(() => settle(Exit.interrupt(FiberId.none)))
-              }))
-          ))
+            }
+            attempt.addObserver((exit) =>
+              settle(
+                Exit.isSuccess(exit) ? exit : Either.match(Cause.failureOrCause(exit.cause), {
+                  onLeft: (error) => Exit.fail(error),
+                  onRight: (other) => Exit.fail(storeBroke(operation, other))
+                }),
+                true
+              )
+            )
+            waiting.unsafeOffer(inFlight)
+            return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
+          }))
+        )
       ).pipe(
         Effect.tapBoth({
           onSuccess: () => answered(operation),
