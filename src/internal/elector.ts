@@ -288,7 +288,9 @@ export const make = (
             const inFlight: InFlight = {
               deadline: clock.unsafeCurrentTimeNanos() + timeout,
               settled: false,
-              expire: () =>
+              // The error is built only for a call that times out: an Error captures a stack.
+              expire: () => {
+                if (inFlight.settled) return
                 settle(
                   Exit.fail(
                     new StoreError({
@@ -300,6 +302,7 @@ export const make = (
                   ),
                   false
                 )
+              }
             }
             attempt.addObserver((exit) =>
               settle(
