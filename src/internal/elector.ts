@@ -10,6 +10,7 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
+import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ElectorConfig, ElectorShape, Status } from "../Elector.js"
@@ -260,63 +261,66 @@ export const make = (
     yield* Effect.addFinalizer(() => Fiber.interruptFork(timer))
 
     // Every store call gives control back at operationTimeout, whatever the
-    // store does with the interruption: the attempt runs as a daemon fiber,
-    // never a child of the caller (a fiber waits for its children when it
-    // exits, so a driver that takes its time to cancel would hold up the
-    // step-down that interrupts the caller). The caller waits in
-    // `Effect.async`, resumed by the attempt's end or by the timer, whichever
-    // comes first; the attempt is then interrupted without waiting for it.
-    // The race is settled by resuming the waiter rather than by interrupting
-    // it, so it holds in uninterruptible regions too (the release at
-    // step-down). Whatever the store's effect ends with that is not one of
-    // its errors (a defect, an interruption) becomes a fatal StoreError.
+    // store does with the interruption: the attempt runs in a fiber of its
+    // own, started on the caller's runtime (its clock, tracer, span and log
+    // annotations) but never a child of the caller (a fiber waits for its
+    // children when it exits, so a driver that takes its time to cancel would
+    // hold up the step-down that interrupts the caller). The attempt starts
+    // at once, on the caller's stack, up to its first asynchronous step. The
+    // caller waits in `Effect.async`, resumed by the attempt's end or by the
+    // timer, whichever comes first; the attempt is then interrupted without
+    // waiting for it. The race is settled by resuming the waiter rather than
+    // by interrupting it, so it holds in uninterruptible regions too (the
+    // release at step-down). Whatever the store's effect ends with that is
+    // not one of its errors (a defect, an interruption) becomes a fatal
+    // StoreError.
     const call = <A, E>(
       operation: Operation,
       effect: Effect.Effect<A, E>,
       fence?: bigint
     ): Effect.Effect<A, E | StoreError> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(Effect.forkDaemon(Effect.interruptible(effect)), (attempt) =>
-          restore(Effect.async<A, E | StoreError>((resume) => {
-            // Interrupts the attempt unless it has ended: the store's answer settled the call.
-            const settle = (outcome: Exit.Exit<A, E | StoreError>, ended: boolean) => {
+      Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+        Effect.async<A, E | StoreError>((resume) => {
+          // Interrupts the attempt unless it has ended: the store's answer settled the call.
+          const settle = (outcome: Exit.Exit<A, E | StoreError>, ended: boolean) => {
+            if (inFlight.settled) return
+            inFlight.settled = true
+            if (!ended) attempt.unsafeInterruptAsFork(FiberId.none)
+            resume(outcome)
+          }
+          const inFlight: InFlight = {
+            deadline: clock.unsafeCurrentTimeNanos() + timeout,
+            settled: false,
+            // The error is built only for a call that times out: an Error captures a stack.
+            expire: () => {
               if (inFlight.settled) return
-              inFlight.settled = true
-              if (!ended) attempt.unsafeInterruptAsFork(FiberId.none)
-              resume(outcome)
-            }
-            const inFlight: InFlight = {
-              deadline: clock.unsafeCurrentTimeNanos() + timeout,
-              settled: false,
-              // The error is built only for a call that times out: an Error captures a stack.
-              expire: () => {
-                if (inFlight.settled) return
-                settle(
-                  Exit.fail(
-                    new StoreError({
-                      operation,
-                      retryable: true,
-                      reason: `no answer within ${formatDuration(config.operationTimeout)}`,
-                      cause: undefined
-                    })
-                  ),
-                  false
-                )
-              }
-            }
-            attempt.addObserver((exit) =>
               settle(
-                Exit.isSuccess(exit) ? exit : Either.match(Cause.failureOrCause(exit.cause), {
-                  onLeft: (error) => Exit.fail(error),
-                  onRight: (other) => Exit.fail(storeBroke(operation, other))
-                }),
-                true
+                Exit.fail(
+                  new StoreError({
+                    operation,
+                    retryable: true,
+                    reason: `no answer within ${formatDuration(config.operationTimeout)}`,
+                    cause: undefined
+                  })
+                ),
+                false
               )
+            }
+          }
+          waiting.unsafeOffer(inFlight)
+          // Interruptible even when the caller is not (the release at step-down).
+          const attempt = Runtime.runFork(runtime)(Effect.interruptible(effect))
+          attempt.addObserver((exit) =>
+            settle(
+              Exit.isSuccess(exit) ? exit : Either.match(Cause.failureOrCause(exit.cause), {
+                onLeft: (error) => Exit.fail(error),
+                onRight: (other) => Exit.fail(storeBroke(operation, other))
+              }),
+              true
             )
-            waiting.unsafeOffer(inFlight)
-            return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
-          }))
-        )
+          )
+          return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
+        })
       ).pipe(
         Effect.tapBoth({
           onSuccess: () => answered(operation),
