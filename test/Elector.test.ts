@@ -497,6 +497,29 @@ describe("Elector", () => {
       expect((yield* elector.status).isLeader).toBe(false)
     }))
 
+  it.scoped("a renewal that shortens the deadline brings the step-down forward to it", () =>
+    Effect.gen(function*() {
+      const { db } = yield* world
+      // Renewals are granted for 2s only, although 15s are asked for.
+      const store: Store.StoreShape = {
+        ...db,
+        renew: (name, identity, fence, _ttl, payload) => db.renew(name, identity, fence, Duration.seconds(2), payload)
+      }
+      const interrupted = yield* Deferred.make<number>()
+      const elector = yield* participant(store, {
+        name: "jobs",
+        identity: "a",
+        onStartedLeading: () =>
+          Effect.never.pipe(
+            Effect.onInterrupt(() => Effect.flatMap(Clock.currentTimeMillis, (now) => Deferred.succeed(interrupted, now)))
+          )
+      })
+      yield* start(elector)
+      yield* seconds(6)
+      // Acquired at 0 until 13.5s; renewed at 5s for 2s, less the 1.5s margin: until 5.5s.
+      expect(yield* Deferred.await(interrupted)).toBe(5_500)
+    }))
+
   it.scoped("the layer runs the elector for as long as it lives", () =>
     Effect.gen(function*() {
       const { db } = yield* world

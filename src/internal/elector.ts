@@ -479,15 +479,31 @@ export const make = (
     // Loops are plain `while` loops in one generator: a generator that
     // re-enters itself (`return yield* self()`) keeps one frame per
     // iteration alive, for as long as the term lasts.
-    const watchdog = (stop: Deferred.Deferred<StepDown>, wake: Queue.Dequeue<void>): Effect.Effect<void> =>
-      Effect.gen(function*() {
+    // It waits on `wake`, which each renewal signals, and which an alarm
+    // fiber signals at the deadline. A renewal that moves the deadline later
+    // leaves the alarm be: it goes off at the earlier instant, and the next
+    // is set for the deadline then in force. Only an earlier deadline, or an
+    // alarm gone off, sets a new one: not a fiber per renewal.
+    const watchdog = (stop: Deferred.Deferred<StepDown>, wake: Queue.Queue<void>): Effect.Effect<void> => {
+      let alarm: Fiber.RuntimeFiber<boolean> | undefined
+      let alarmAt = 0n
+      return Effect.gen(function*() {
+        const runtime = yield* Effect.runtime<never>()
         while (true) {
           const term = Option.getOrUndefined(state.term)
           const now = yield* nowNanos
           if (term === undefined || now >= term.deadline) return yield* Deferred.succeed(stop, "expired")
-          yield* Effect.raceFirst(clock.sleep(Duration.nanos(term.deadline - now)), Queue.take(wake))
+          if (alarm === undefined || alarm.unsafePoll() !== null || term.deadline < alarmAt) {
+            alarm?.unsafeInterruptAsFork(FiberId.none)
+            alarmAt = term.deadline
+            alarm = Runtime.runFork(runtime)(
+              Effect.zipRight(clock.sleep(Duration.nanos(term.deadline - now)), Queue.offer(wake, undefined))
+            )
+          }
+          yield* Queue.take(wake)
         }
-      })
+      }).pipe(Effect.ensuring(Effect.sync(() => alarm?.unsafeInterruptAsFork(FiberId.none))))
+    }
 
     const renewals = (
       fence: bigint,
