@@ -517,6 +517,7 @@ describe("Elector", () => {
       yield* start(elector)
       yield* seconds(6)
       // Acquired at 0 until 13.5s; renewed at 5s for 2s, less the 1.5s margin: until 5.5s.
+      expect(yield* Deferred.isDone(interrupted)).toBe(true)
       expect(yield* Deferred.await(interrupted)).toBe(5_500)
     }))
 
