@@ -27,6 +27,7 @@ import * as Option from "effect/Option"
 import * as Elector from "./Elector.js"
 import type { LastError } from "./ElectorError.js"
 import { formatDuration } from "./internal/config.js"
+import * as internal from "./internal/elector.js"
 import { Store, type StoreShape } from "./Store.js"
 
 /**
@@ -214,7 +215,7 @@ const exposition = (pair: MetricPair.MetricPair.Untyped): readonly [string, Read
 /** A run of the elector: one store, one elector, one election loop, in one fiber. */
 interface Run {
   fiber: Fiber.RuntimeFiber<never, unknown> | undefined
-  elector: Elector.ElectorShape | undefined
+  elector: internal.Elector | undefined
 }
 
 interface Waiter {
@@ -343,7 +344,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
     }
   }
 
-  const started = (current: Run, elector: Elector.ElectorShape) => {
+  const started = (current: Run, elector: internal.Elector) => {
     current.elector = elector
     // Not if a stop() came in meanwhile: the run is stopping already.
     if (state === "starting") {
@@ -378,7 +379,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
 
   const program = (current: Run): Effect.Effect<never, unknown> =>
     Effect.gen(function*() {
-      const elector = yield* Elector.make(electorConfig)
+      const elector = yield* internal.make(electorConfig)
       const running = yield* Effect.fork(elector.run)
       // Under failFast, start() settles on the first store answer and rejects
       // with a fatal one; the race also fails the start if run ends first.
@@ -496,8 +497,9 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
           if (failure === undefined) ending.push({ start: false, resolve, reject })
           else reject(failure.error)
         }),
-    isLeader: () => current((elector) => elector.isLeader, false),
-    fence: () => current((elector) => Effect.map(elector.fence, Option.getOrUndefined), undefined),
+    // Read without running an effect: these are called on hot paths, and re-check the deadline every time.
+    isLeader: () => run?.elector?.unsafeIsLeader() ?? false,
+    fence: () => run?.elector?.unsafeFence(),
     status: () => snapshot(current((elector) => elector.status, idle)),
     metrics
   }
