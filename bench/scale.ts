@@ -95,7 +95,11 @@ countCalls(Mysql.Connection.prototype as never)
 interface Recorder {
   measuring: boolean
   renewMs: Array<number>
-  /** Summed duration of every store call in the window: mean busy connections = busyMs / window. */
+  /**
+   * Summed duration of every store call in the window: busyMs / window is the
+   * mean number of calls in flight (Little's law), waiting for a connection
+   * included.
+   */
   busyMs: number
   calls: number
   failures: number
@@ -495,7 +499,7 @@ const print = (store: string, results: ReadonlyArray<Result>) => {
     ["statements/s", (r) => fixed(r.statementsPerSecond, 0)],
     ["store calls/s", (r) => fixed(r.callsPerSecond, 0)],
     ["mean call (ms)", (r) => fixed(r.meanCallMs, 2)],
-    ["busy connections (calls/s x mean call)", (r) => fixed(r.busyConnections, 2)],
+    ["calls in flight (calls/s x mean call)", (r) => fixed(r.busyConnections, 2)],
     ["failed calls", (r) => String(r.failures)],
     ["leaderless elections (end / max / mean)", (r) => `${r.leaderlessEnd} / ${r.leaderlessMax} / ${fixed(r.leaderlessMean)}`]
   ]
