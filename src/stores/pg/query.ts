@@ -44,8 +44,11 @@ export const query = (pool: Pool, text: string, values: ReadonlyArray<Param>): E
     }
     pool.connect((error, checkedOut) => {
       if (settled) {
-        // Interrupted while connecting: the new connection is healthy.
-        checkedOut?.release()
+        // Interrupted while connecting: the new connection is healthy. Given
+        // back after this callback returns: pg-pool hands a released
+        // connection to its next waiter at once, and thousands of abandoned
+        // waiters releasing in turn would overflow the stack.
+        queueMicrotask(() => checkedOut?.release())
         return
       }
       if (checkedOut === undefined) {
