@@ -441,6 +441,7 @@ const runPg = async (): Promise<ReadonlyArray<Result>> => {
           "library"
         )
       results.push(await measure(phase, rec, connections, start))
+      console.log(`PostgreSQL ${phase} done: ${JSON.stringify(results.at(-1))}`)
       await pool.end()
       globalThis.gc?.()
     }
@@ -470,6 +471,7 @@ const runMysql = async (): Promise<ReadonlyArray<Result>> => {
           "library"
         )
       results.push(await measure(phase, rec, connections, start))
+      console.log(`MariaDB ${phase} done: ${JSON.stringify(results.at(-1))}`)
       await new Promise<void>((resolve) => pool.end(() => resolve()))
       globalThis.gc?.()
     }
