@@ -413,15 +413,34 @@ const startLibrary = (store: Store.StoreShape, rec: Recorder, prefix: string) =>
 // ---------------------------------------------------------------------------
 // Per store: one table, one pool per phase of the same size
 
-const runPg = async (): Promise<ReadonlyArray<Result>> => {
+interface Target {
+  readonly label: string
+  /** Runs a statement on a connection of its own (DDL, clean-up). */
+  readonly admin: (statement: string) => Promise<void>
+  readonly closeAdmin: () => Promise<void>
+  readonly createTable: string
+  readonly dropTable: string
+  /** A pool of `poolSize` that counts the connections it opens; the raw driver and the store over it; its end. */
+  readonly open: (connections: { total: number }) => {
+    readonly raw: RawDriver
+    readonly store: Effect.Effect<Store.StoreShape, unknown>
+    readonly end: () => Promise<void>
+  }
+}
+
+const storeOptions = { table, operationTimeout: Duration.millis(timing.operationTimeout) }
+
+const pgTarget = async (): Promise<Target> => {
   const quoted = quoteIdentifier(table)
   const admin = new pg.Client({ connectionString: pgUrl })
   await admin.connect()
-  await admin.query(ddl(quoted))
-  const results: Array<Result> = []
-  try {
-    for (const phase of phases) {
-      const connections = { total: 0 }
+  return {
+    label: "PostgreSQL",
+    admin: async (statement) => void (await admin.query(statement)),
+    closeAdmin: () => admin.end(),
+    createTable: ddl(quoted),
+    dropTable: `DROP TABLE IF EXISTS ${quoted}`,
+    open: (connections) => {
       // The settings PgStore.layerFromUrl gives the pool it owns.
       const pool = new pg.Pool({
         connectionString: pgUrl,
@@ -432,53 +451,53 @@ const runPg = async (): Promise<ReadonlyArray<Result>> => {
         keepAlive: true,
         application_name: "bench-scale"
       }).on("error", () => {}).on("connect", () => connections.total++)
-      const rec = recorder()
-      const start = phase === "raw"
-        ? startRaw(pgRaw(pool, quoted), rec, "raw")
-        : startLibrary(
-          await Effect.runPromise(PgStore.makeFromPool(pool, { table, operationTimeout: timing.operationTimeout })),
-          rec,
-          "library"
-        )
-      results.push(await measure(phase, rec, connections, start))
-      console.log(`PostgreSQL ${phase} done: ${JSON.stringify(results.at(-1))}`)
-      await pool.end()
-      globalThis.gc?.()
+      return { raw: pgRaw(pool, quoted), store: PgStore.makeFromPool(pool, storeOptions), end: () => pool.end() }
     }
-  } finally {
-    await admin.query(`DROP TABLE IF EXISTS ${quoted}`)
-    await admin.end()
   }
-  return results
 }
 
-const runMysql = async (): Promise<ReadonlyArray<Result>> => {
+const mysqlTarget = async (): Promise<Target> => {
   const quoted = `\`${table}\``
   const admin = Mysql.createConnection({ uri: mysqlUrl }).promise()
-  await admin.query(MysqlSql.createTable(quoted))
+  return {
+    label: "MariaDB",
+    admin: async (statement) => void (await admin.query(statement)),
+    closeAdmin: () => admin.end(),
+    createTable: MysqlSql.createTable(quoted),
+    dropTable: `DROP TABLE IF EXISTS ${quoted}`,
+    open: (connections) => {
+      const pool = Mysql.createPool({ uri: mysqlUrl, connectionLimit: poolSize, connectTimeout: 5_000 })
+      pool.on("connection", () => connections.total++)
+      return {
+        raw: mysqlRaw(pool, quoted),
+        store: MysqlStore.makeFromPool(pool, storeOptions),
+        end: () => new Promise<void>((resolve) => pool.end(() => resolve()))
+      }
+    }
+  }
+}
+
+const runTarget = async (target: Target): Promise<ReadonlyArray<Result>> => {
+  await target.admin(target.createTable)
   const results: Array<Result> = []
   try {
     for (const phase of phases) {
       const connections = { total: 0 }
-      const pool = Mysql.createPool({ uri: mysqlUrl, connectionLimit: poolSize, connectTimeout: 5_000 })
-      pool.on("connection", () => connections.total++)
+      const opened = target.open(connections)
       const rec = recorder()
       const start = phase === "raw"
-        ? startRaw(mysqlRaw(pool, quoted), rec, "raw")
-        : startLibrary(
-          await Effect.runPromise(MysqlStore.makeFromPool(pool, { table, operationTimeout: timing.operationTimeout })),
-          rec,
-          "library"
-        )
+        ? startRaw(opened.raw, rec, "raw")
+        : startLibrary(await Effect.runPromise(opened.store), rec, "library")
       results.push(await measure(phase, rec, connections, start))
-      console.log(`MariaDB ${phase} done: ${JSON.stringify(results.at(-1))}`)
-      await new Promise<void>((resolve) => pool.end(() => resolve()))
+      console.log(`${target.label} ${phase} done: ${JSON.stringify(results.at(-1))}`)
+      await opened.end()
       globalThis.gc?.()
     }
   } finally {
-    await admin.query(`DROP TABLE IF EXISTS ${quoted}`)
-    await admin.end()
+    await target.admin(target.dropTable)
+    await target.closeAdmin()
   }
+  print(target.label, results)
   return results
 }
 
@@ -523,8 +542,8 @@ const main = async () => {
   console.log(
     `machine: ${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at start`
   )
-  if (args.store === "pg" || args.store === "both") print("PostgreSQL", await runPg())
-  if (args.store === "mysql" || args.store === "both") print("MariaDB", await runMysql())
+  if (args.store === "pg" || args.store === "both") await runTarget(await pgTarget())
+  if (args.store === "mysql" || args.store === "both") await runTarget(await mysqlTarget())
 }
 
 main().catch((error: unknown) => {
