@@ -13,6 +13,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
@@ -24,6 +25,7 @@ import * as Metric from "effect/Metric"
 import type * as MetricPair from "effect/MetricPair"
 import * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Elector from "./Elector.js"
 import type { LastError } from "./ElectorError.js"
 import { formatDuration } from "./internal/config.js"
@@ -505,3 +507,54 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   }
 }
 
+
+/**
+ * A store built once and shared by many Promise electors: pass it as
+ * `store` to each {@link createElector}. Stopping an elector leaves it open;
+ * `close()` tears it down (the pool a `layerFromUrl` store owns is ended)
+ * once the electors using it have stopped.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface SharedStore extends StoreShape {
+  /** Tears the store down. Idempotent; never rejects. */
+  readonly close: () => Promise<void>
+}
+
+/**
+ * Builds a store layer once, for many electors in this process: one pool
+ * for all of them instead of one per elector. Rejects with the layer's
+ * error (e.g. a `StoreError` from `ensureSchema`, an `InvalidConfig` URL).
+ * Size the pool for every election sharing it: see "Many elections in one
+ * process" in the README.
+ *
+ * @since 0.2.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { createElector, openStore } from "effect-leaderelection/promise"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const store = await openStore(PgStore.layerFromUrl(process.env.DATABASE_URL!, { ensureSchema: true, maxConnections: 4 }))
+ * const electors = ["billing-acme", "billing-globex"].map((name) =>
+ *   createElector({ store, name, onStartedLeading: async (signal) => { while (!signal.aborted) await bill(name) } })
+ * )
+ * await Promise.all(electors.map((elector) => elector.start()))
+ * process.on("SIGTERM", async () => {
+ *   await Promise.all(electors.map((elector) => elector.stop()))
+ *   await store.close()
+ * })
+ * declare function bill(tenant: string): Promise<void>
+ * ```
+ */
+export const openStore = async (store: Layer.Layer<Store, unknown>): Promise<SharedStore> => {
+  const scope = Effect.runSync(Scope.make())
+  const built = await Effect.runPromiseExit(Layer.buildWithScope(store, scope))
+  const close = () => Effect.runPromise(Scope.close(scope, Exit.void))
+  if (Exit.isFailure(built)) {
+    await close()
+    throw Cause.squash(built.cause)
+  }
+  return { ...Context.get(built.value, Store), close }
+}
