@@ -273,12 +273,9 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
     const sql = statements(table)
     // A call let in just before its deadline is abandoned at once: its late
     // answer needs about a round trip, hence twice the timeout of grace.
-    const slots = connections(pool, Duration.times(timeout, 2))
+    const slots = connections(pool, timeout, Duration.times(timeout, 2))
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
-      query(slots, operation, statement, values).pipe(
-        Effect.mapError((error) => toStoreError(operation, error)),
-        SqlStore.withDeadline(timeout, operation, toStoreError)
-      )
+      Effect.mapError(query(slots, operation, statement, values), (error) => toStoreError(operation, error))
     return limits.enforce<PgStore>({
       table,
       ensureSchema: run("ensureSchema", ddl(table), []).pipe(

@@ -31,7 +31,10 @@
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import type { Operation } from "../../Store.js"
+import { OperationTimeout } from "./sqlStore.js"
 
 /**
  * A poll refused because every connection of the store was busy and enough
@@ -125,52 +128,84 @@ export interface Driver<C, A> {
   readonly release: (connection: C, error: Error | undefined) => void
 }
 
-/** One call through `gate` on `driver`'s pool. See the module's note. */
+/**
+ * One call through `gate` on `driver`'s pool, bounded by `timeout` (waiting
+ * for a slot and a connection included): on expiry the caller gets an
+ * {@link OperationTimeout} at once. See the module's note.
+ *
+ * The deadline is a timer of its own, not `Effect.timeout`, which would run
+ * the call in a fiber of its own beside a fiber that sleeps, and join them.
+ */
 export const use = <C, A>(
   gate: Gate,
+  timeout: Duration.Duration,
   grace: Duration.Duration,
   operation: Operation,
   driver: Driver<C, A>
 ): Effect.Effect<A, Error> =>
-  Effect.async<A, Error>((resume) => {
-    // The caller stopped waiting (interrupted, or timed out).
-    let abandoned = false
-    // The slot is free again and the connection, if any, back or destroyed.
-    let settled = false
-    let held: C | undefined
-    const settle = (error: Error | undefined): void => {
-      if (settled) return
-      settled = true
-      if (held !== undefined) driver.release(held, error)
-      gate.leave()
-    }
-    const ticket = gate.enter(operation, () =>
-      driver.connect((error, connection) => {
-        if (connection === undefined) {
-          settle(undefined)
-          if (!abandoned) resume(Effect.fail(error ?? new Error("the pool returned no connection")))
-          return
-        }
-        if (abandoned) {
-          // Given up while connecting: the new connection is healthy.
-          driver.release(connection, undefined)
-          return settle(undefined)
-        }
-        held = connection
-        driver.run(connection, (error, result) => {
-          settle(error)
-          if (!abandoned) resume(error === undefined ? Effect.succeed(result) : Effect.fail(error))
+  Effect.clockWith((clock) =>
+    Effect.async<A, Error>((resume) => {
+      // The caller has its answer, or stopped waiting (interrupted, timed out).
+      let over = false
+      // The slot is free again and the connection, if any, back or destroyed.
+      let settled = false
+      let held: C | undefined
+      let timer: Fiber.RuntimeFiber<void> | undefined
+      const settle = (error: Error | undefined): void => {
+        if (settled) return
+        settled = true
+        if (held !== undefined) driver.release(held, error)
+        gate.leave()
+      }
+      const answer = (result: Effect.Effect<A, Error>): void => {
+        if (over) return
+        over = true
+        timer?.unsafeInterruptAsFork(FiberId.none)
+        resume(result)
+      }
+      // The caller stopped waiting: a call still queued is withdrawn, and a
+      // statement still running keeps its slot, for `grace` at most.
+      const abandon = (): void => {
+        over = true
+        timer?.unsafeInterruptAsFork(FiberId.none)
+        if (settled || ticket.cancel()) return
+        Effect.runFork(Effect.zipRight(
+          clock.sleep(grace),
+          Effect.sync(() =>
+            settle(new Error(`no answer ${Duration.format(grace)} after the call gave up; connection destroyed`))
+          )
+        ))
+      }
+      const entered = gate.enter(operation, () =>
+        driver.connect((error, connection) => {
+          if (connection === undefined) {
+            settle(undefined)
+            return answer(Effect.fail(error ?? new Error("the pool returned no connection")))
+          }
+          if (over) {
+            // Given up while connecting: the new connection is healthy.
+            driver.release(connection, undefined)
+            return settle(undefined)
+          }
+          held = connection
+          driver.run(connection, (error, result) => {
+            settle(error)
+            answer(error === undefined ? Effect.succeed(result) : Effect.fail(error))
+          })
         })
-      })
-    )
-    if (ticket instanceof Saturated) return resume(Effect.fail(ticket))
-    return Effect.suspend(() => {
-      abandoned = true
-      // Still queued, or already over: nothing is held.
-      if (settled || ticket.cancel()) return Effect.void
-      return Effect.forkDaemon(Effect.delay(
-        Effect.sync(() => settle(new Error(`no answer ${Duration.format(grace)} after the call gave up; connection destroyed`))),
-        grace
+      )
+      if (entered instanceof Saturated) return resume(Effect.fail(entered))
+      const ticket: Ticket = entered
+      // Answered already, synchronously: no deadline to keep.
+      if (over) return
+      timer = Effect.runFork(Effect.zipRight(
+        clock.sleep(timeout),
+        Effect.sync(() => {
+          if (over) return
+          abandon()
+          resume(Effect.fail(new OperationTimeout({ timeout })))
+        })
       ))
-    }).pipe(Effect.asVoid)
-  })
+      return Effect.sync(abandon)
+    })
+  )

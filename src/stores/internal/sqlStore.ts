@@ -9,7 +9,7 @@
  * keeps its connection (see FINDINGS), while the stores keep a connection
  * whose call timed out or was interrupted out of the pool until its statement
  * answers, and destroy it if it stays silent or its socket failed (see
- * `gate.ts`). {@link withDeadline} is what bounds every call.
+ * `gate.ts`), which also bounds every call by the operation timeout.
  *
  * @internal
  */
@@ -24,7 +24,7 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import { InvalidConfig } from "../../ElectorError.js"
 import * as limits from "../../internal/limits.js"
-import { type Operation, Store, type StoreError, type StoreShape } from "../../Store.js"
+import { Store, type StoreError, type StoreShape } from "../../Store.js"
 
 /** The options every SQL store constructor takes. */
 export interface SqlStoreOptions {
@@ -83,23 +83,6 @@ export class OperationTimeout extends Data.TaggedError("OperationTimeout")<{
     return `no answer from the database within ${Duration.format(this.timeout)}`
   }
 }
-
-/**
- * Bounds a store call by `timeout`. The call is interrupted on expiry, which
- * gives control back at once (its connection waits for the late answer, see
- * `gate.ts`), and fails with the
- * store's classification of an {@link OperationTimeout} (retryable).
- */
-export const withDeadline = (
-  timeout: Duration.Duration,
-  operation: Operation,
-  toStoreError: (operation: Operation, cause: unknown) => StoreError
-) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
-  Effect.timeoutFail(effect, {
-    duration: timeout,
-    onTimeout: () => toStoreError(operation, new OperationTimeout({ timeout }))
-  })
 
 /**
  * A URL for the driver's eyes only. Whatever the store reports (errors, logs)

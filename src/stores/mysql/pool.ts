@@ -42,7 +42,6 @@ import * as Driver from "./driver.js"
 import type { Operation } from "../../Store.js"
 import { StoreError } from "../../Store.js"
 import * as Gate from "../internal/gate.js"
-import { withDeadline } from "../internal/sqlStore.js"
 import { classify } from "./classify.js"
 
 /** One statement and its values, escaped by the driver. */
@@ -107,16 +106,13 @@ export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => 
   const grace = Duration.times(timeout, 2)
   return {
     run: (operation, statements) =>
-      Gate.use<Mysql.PoolConnection, ReadonlyArray<unknown>>(gate, grace, operation, {
+      Gate.use<Mysql.PoolConnection, ReadonlyArray<unknown>>(gate, timeout, grace, operation, {
         connect: (callback) =>
           pool.getConnection((error, connection) => callback(error ?? undefined, error === null ? connection : undefined)),
         run: (connection, callback) => send(connection, statements, severalPerRequest && statements.length > 1, callback),
         // Only a request that succeeded is known to have left no transaction open.
         release: (connection, error) => error === undefined ? connection.release() : connection.destroy()
-      }).pipe(
-        Effect.mapError((cause) => storeError(operation, cause)),
-        withDeadline(timeout, operation, storeError)
-      )
+      }).pipe(Effect.mapError((cause) => storeError(operation, cause)))
   }
 }
 

@@ -33,15 +33,18 @@ export type Row = Readonly<Record<string, string | null>>
 export interface Connections {
   readonly pool: Pool
   readonly gate: Gate.Gate
+  /** Bounds every call, waiting for a connection included. */
+  readonly timeout: Duration.Duration
   /** How long a statement whose caller gave up may still answer before its connection is destroyed. */
   readonly grace: Duration.Duration
 }
 
 /** The store's view of `pool`: as many slots as the pool has connections. */
-export const connections = (pool: Pool, grace: Duration.Duration): Connections => ({
+export const connections = (pool: Pool, timeout: Duration.Duration, grace: Duration.Duration): Connections => ({
   pool,
   // pg-pool fills in its default size (10) when none was given.
   gate: Gate.make(pool.options.max ?? 10),
+  timeout,
   grace
 })
 
@@ -51,12 +54,12 @@ export const connections = (pool: Pool, grace: Duration.Duration): Connections =
  * so it is safe behind a transaction-pooling proxy.
  */
 export const query = (
-  { gate, grace, pool }: Connections,
+  { gate, grace, pool, timeout }: Connections,
   operation: Operation,
   text: string,
   values: ReadonlyArray<Param>
 ): Effect.Effect<QueryResult<Row>, Error> =>
-  Gate.use<PoolClient, QueryResult<Row>>(gate, grace, operation, {
+  Gate.use<PoolClient, QueryResult<Row>>(gate, timeout, grace, operation, {
     connect: (callback) => pool.connect((error, client) => callback(error ?? undefined, client)),
     run: (client, callback) => {
       // pg also reports socket failures to the active query's callback, which

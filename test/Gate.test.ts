@@ -1,0 +1,83 @@
+/**
+ * The SQL stores' admission gate on a fake driver, under the TestClock: its
+ * own deadline (no `Effect.timeout` fibers) gives control back at the
+ * operation timeout, a late answer within the grace returns the connection,
+ * silence past the grace destroys it, and an answer that comes at once
+ * (synchronously) needs no timer.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, TestClock } from "effect"
+import * as Gate from "../src/stores/internal/gate.js"
+import { OperationTimeout } from "../src/stores/internal/sqlStore.js"
+
+interface Connection {
+  readonly id: number
+}
+
+/** A driver with one connection; `run` answers when `answer` is called, or at once. */
+const fakeDriver = (immediate: boolean) => {
+  const released: Array<Error | undefined> = []
+  let pending: ((error: Error | undefined, result: string) => void) | undefined
+  const driver: Gate.Driver<Connection, string> = {
+    connect: (callback) => callback(undefined, { id: 1 }),
+    run: (_connection, callback) => immediate ? callback(undefined, "at once") : (pending = callback),
+    release: (_connection, error) => released.push(error)
+  }
+  return { driver, released, answer: (result: string) => pending?.(undefined, result) }
+}
+
+const timeout = Duration.seconds(1)
+const grace = Duration.seconds(2)
+
+describe("Gate.use", () => {
+  it.effect("an answer that comes at once is returned, and the slot freed", () =>
+    Effect.gen(function*() {
+      const gate = Gate.make(1)
+      const fake = fakeDriver(true)
+      expect(yield* Gate.use(gate, timeout, grace, "renew", fake.driver)).toBe("at once")
+      expect(fake.released).toEqual([undefined])
+      // The slot is free: the next call is admitted at once.
+      expect(yield* Gate.use(gate, timeout, grace, "renew", fake.driver)).toBe("at once")
+    }))
+
+  it.effect("times out at the operation timeout; a late answer within the grace keeps the connection", () =>
+    Effect.gen(function*() {
+      const gate = Gate.make(1)
+      const fake = fakeDriver(false)
+      const call = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      yield* TestClock.adjust(Duration.millis(999))
+      expect(call.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(yield* Effect.flip(Fiber.join(call))).toBeInstanceOf(OperationTimeout)
+      // Still out of the pool until it answers; the answer returns it.
+      expect(fake.released).toEqual([])
+      fake.answer("late")
+      expect(fake.released).toEqual([undefined])
+      yield* TestClock.adjust(grace)
+      expect(fake.released).toEqual([undefined])
+    }))
+
+  it.effect("a connection silent past the grace is destroyed", () =>
+    Effect.gen(function*() {
+      const gate = Gate.make(1)
+      const fake = fakeDriver(false)
+      const call = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      yield* TestClock.adjust(timeout)
+      expect(yield* Effect.flip(Fiber.join(call))).toBeInstanceOf(OperationTimeout)
+      yield* TestClock.adjust(grace)
+      expect(fake.released).toHaveLength(1)
+      expect(fake.released[0]?.message).toMatch(/connection destroyed/)
+    }))
+
+  it.effect("an answer in time cancels the deadline", () =>
+    Effect.gen(function*() {
+      const gate = Gate.make(1)
+      const fake = fakeDriver(false)
+      const call = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      yield* TestClock.adjust(Duration.millis(500))
+      fake.answer("in time")
+      expect(yield* Fiber.join(call)).toBe("in time")
+      yield* TestClock.adjust(Duration.seconds(10))
+      expect(fake.released).toEqual([undefined])
+    }))
+})
