@@ -23,7 +23,21 @@ import type { Lease } from "./Lease.js"
  * @since 0.1.0
  * @category models
  */
-export type Operation = "acquire" | "renew" | "release" | "inspect" | "ensureSchema"
+export type Operation =
+  | "acquire"
+  | "renew"
+  | "release"
+  | "inspect"
+  | "ensureSchema"
+  | SlotOperation
+
+/**
+ * The operations of {@link SlotStore}, the record of scheduled job slots.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type SlotOperation = "claimSlot" | "completeSlot" | "lastSlot"
 
 /**
  * A renewal's guard (name, holder, fence, not yet expired on the database
@@ -182,6 +196,93 @@ export interface StoreShape {
   readonly release: (name: string, identity: string, fence: bigint) => Effect.Effect<void, StoreError>
   /** Reads the record without changing it. */
   readonly inspect: (name: string) => Effect.Effect<Lease, NoLease | StoreError>
+  /**
+   * The record of scheduled job slots (`Elector.schedule`). Optional: a store
+   * without it elects as well, and refuses scheduled jobs.
+   */
+  readonly slots?: SlotStore | undefined
+}
+
+/**
+ * One slot of a scheduled job as the database holds it: the slot's instant
+ * (computed by the job's schedule on the database clock), the fence of the
+ * term that started it, and when it was started and completed on the
+ * database clock.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface SlotRecord {
+  readonly job: string
+  /** The scheduled instant: the slot's identity, whole milliseconds. */
+  readonly at: Date
+  /** The fence of the term that (last) started it. */
+  readonly fence: bigint
+  readonly startedAt: Date
+  /** `null` while it has not completed: running, or interrupted mid-run. */
+  readonly completedAt: Date | null
+}
+
+/**
+ * What a claim found.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface SlotClaim {
+  /** The slot is the caller's to run now, under its fence. */
+  readonly claimed: boolean
+  /** The slot's row after the claim; `undefined` when a concurrent claim hid it. */
+  readonly slot: SlotRecord | undefined
+  /** The database clock when the claim was decided. */
+  readonly now: Date
+}
+
+/**
+ * The record of scheduled job slots, beside the leases. Every operation is
+ * one statement (or one short transaction) guarded by the caller's term:
+ * the lease row must still be held by `identity` under `fence` and be
+ * unexpired on the database clock, or it fails with `LeaseLost` and changes
+ * nothing. That is what keeps a deposed leader's late claim or completion
+ * from counting.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface SlotStore {
+  /**
+   * Starts slot `at` of `job` under the caller's term. It is claimed when no
+   * term has started it yet; or when this term already claimed it and has
+   * not completed it (a retry whose first reply was lost); or, with
+   * `reclaim`, when an older term started it and never completed it (an
+   * interrupted run, re-run at least once). Otherwise it is left untouched
+   * and reported as found.
+   */
+  readonly claim: (
+    name: string,
+    identity: string,
+    fence: bigint,
+    job: string,
+    at: Date,
+    reclaim: boolean
+  ) => Effect.Effect<SlotClaim, LeaseLost | StoreError>
+  /**
+   * Records that the caller's run of the slot has ended, guarded by the
+   * caller's term and by the slot's fence being the caller's. Returns the
+   * database clock.
+   */
+  readonly complete: (
+    name: string,
+    identity: string,
+    fence: bigint,
+    job: string,
+    at: Date
+  ) => Effect.Effect<Date, LeaseLost | StoreError>
+  /** The job's latest slot (by instant), if any, with the database clock. */
+  readonly last: (
+    name: string,
+    job: string
+  ) => Effect.Effect<{ readonly now: Date; readonly slot: SlotRecord | undefined }, StoreError>
 }
 
 /**

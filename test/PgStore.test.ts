@@ -25,7 +25,7 @@ const withClient = <A>(url: string, f: (client: pg.Client) => Promise<A>): Promi
 const sql = (text: string, values: Array<unknown> = []) =>
   Effect.promise(() => withClient(directUrl, (client) => client.query(text, values)))
 
-const dropped: Array<string> = [directTable, pooledTable]
+const dropped: Array<string> = [directTable, pooledTable, `${directTable}_slots`, `${pooledTable}_slots`]
 afterAll(() =>
   withClient(directUrl, async (client) => {
     for (const table of dropped) await client.query(`DROP TABLE IF EXISTS ${table}`)

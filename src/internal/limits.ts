@@ -117,6 +117,15 @@ export const duration = (
         : Either.right(d)
   })
 
+/** A job name: the same limits as an election name. */
+export const job = (value: unknown): Either.Either<string, InvalidConfig> => text("job", value, Lease.maxNameBytes)
+
+/** A slot instant: a valid `Date`. */
+const instant = (value: unknown): Either.Either<Date, InvalidConfig> =>
+  Predicate.isDate(value) && Number.isFinite(value.getTime())
+    ? Either.right(value)
+    : refuse("at", `must be a valid Date, got ${kind(value)}`)
+
 const first = (
   checks: ReadonlyArray<Either.Either<unknown, InvalidConfig>>
 ): Option.Option<InvalidConfig> => Option.firstSomeOf(checks.map(Either.getLeft))
@@ -139,8 +148,18 @@ export const enforce = <S extends StoreShape>(store: S): S => {
           new StoreError({ operation, retryable: false, reason: `${invalid.field}: ${invalid.reason}`, cause: invalid })
         )
     })
+  const slots = store.slots
   return {
     ...store,
+    ...(slots === undefined ? {} : {
+      slots: {
+        claim: (n, i, fence, j, at, reclaim) =>
+          guard("claimSlot", [name(n), identity(i), job(j), instant(at)], () => slots.claim(n, i, fence, j, at, reclaim)),
+        complete: (n, i, fence, j, at) =>
+          guard("completeSlot", [name(n), identity(i), job(j), instant(at)], () => slots.complete(n, i, fence, j, at)),
+        last: (n, j) => guard("lastSlot", [name(n), job(j)], () => slots.last(n, j))
+      }
+    }),
     acquire: (n, i, ttl, p) => guard("acquire", [name(n), identity(i), payload(p)], () => store.acquire(n, i, ttl, p)),
     renew: (n, i, fence, ttl, p) =>
       guard("renew", [name(n), identity(i), payload(p)], () => store.renew(n, i, fence, ttl, p)),

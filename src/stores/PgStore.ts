@@ -37,12 +37,21 @@ import type { Pool, PoolConfig } from "pg"
 import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
-import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
+import {
+  LeaseLost,
+  NoLease,
+  type Operation,
+  type SlotRecord,
+  Store,
+  type StoreError,
+  type StoreShape
+} from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import { toStoreError } from "./pg/classify.js"
 import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
 import { Pg } from "./pg/driver.js"
 import { type Param, query, type Row } from "./pg/query.js"
+import * as Slots from "./pg/slots.js"
 import { ddl, statements } from "./pg/sql.js"
 
 export {
@@ -126,6 +135,8 @@ export interface PgStoreOptions {
   readonly schema?: string | undefined
   /** Defaults to {@link defaultTable}. */
   readonly table?: string | undefined
+  /** The table of scheduled job slots (`Elector.schedule`). Defaults to the table's name + `_slots`. */
+  readonly slotTable?: string | undefined
   /**
    * Bounds every statement, connecting included. On expiry the call fails
    * with a retryable `StoreError` and its connection is destroyed. Defaults
@@ -153,9 +164,12 @@ export interface PgStoreOptions {
 export interface PgStore extends StoreShape {
   /** The quoted, possibly schema-qualified table name. */
   readonly table: string
+  /** The quoted, possibly schema-qualified table of job slots. */
+  readonly slotTable: string
   /**
-   * Creates the table if it does not exist. Idempotent, and safe when many
-   * replicas run it at once. The schema itself must exist.
+   * Creates the tables (leases and job slots) if they do not exist.
+   * Idempotent, and safe when many replicas run it at once. The schema
+   * itself must exist.
    */
   readonly ensureSchema: Effect.Effect<void, StoreError>
   /**
@@ -191,7 +205,25 @@ const qualifiedName = (schemaName: string, table: string): Either.Either<string,
 export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedName(schemaName, table), ddl)
 
-/** Each store names its own error; the checks are shared. */
+/**
+ * The DDL of the table of scheduled job slots (`Elector.schedule`), which
+ * {@link PgStore.ensureSchema} creates beside the leases: for migration
+ * tools, like {@link schema}. Name it as the store's `slotTable` option
+ * does (by default, the lease table's name + `_slots`).
+ *
+ * @since 0.3.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const statement = Either.getOrThrow(PgStore.slotSchema("", `${PgStore.defaultTable}_slots`))
+ * ```
+ */
+export const slotSchema = (schemaName: string, slotTable: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedName(schemaName, slotTable), Slots.ddl)
+
 const microseconds = (ttl: Duration.Duration): string => (Duration.unsafeToNanos(ttl) / 1000n).toString()
 
 const bytes = (payload: Uint8Array | null): Buffer | null =>
@@ -212,6 +244,19 @@ const toLease = (row: Row): Lease => {
     now: new Date(Number(text(row, "now")))
   }
 }
+
+const toSlot = (row: Row): SlotRecord | undefined => {
+  const completed = row["completed_at"] ?? null
+  return row["slot_ms"] === null || row["slot_ms"] === undefined ? undefined : {
+    job: text(row, "job"),
+    at: new Date(Number(text(row, "slot_ms"))),
+    fence: BigInt(text(row, "slot_fence")),
+    startedAt: new Date(Number(text(row, "started_at"))),
+    completedAt: completed === null ? null : new Date(Number(completed))
+  }
+}
+
+const dbNow = (row: Row): Date => new Date(Number(text(row, "now")))
 
 /** Errors a concurrent `CREATE TABLE IF NOT EXISTS` raises when another replica won the race. */
 const lostCreateRace = (error: StoreError): boolean =>
@@ -253,20 +298,24 @@ const lostCreateRace = (error: StoreError): boolean =>
  */
 export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, InvalidConfig | StoreError> =>
   Effect.gen(function*() {
-    const table = yield* qualifiedName(options.schema ?? "", options.table ?? defaultTable)
+    const tableName = options.table ?? defaultTable
+    const table = yield* qualifiedName(options.schema ?? "", tableName)
+    const slotTable = yield* qualifiedName(options.schema ?? "", options.slotTable ?? `${tableName}_slots`)
     const timeout = yield* SqlStore.operationTimeout(options)
     const sql = statements(table)
+    const slotSql = Slots.statements(table, slotTable)
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
       query(pool, statement, values).pipe(
         Effect.mapError((error) => toStoreError(operation, error)),
         SqlStore.withDeadline(timeout, operation, toStoreError)
       )
+    const create = (statement: string) =>
+      run("ensureSchema", statement, []).pipe(Effect.catchIf(lostCreateRace, () => Effect.void), Effect.asVoid)
+    const lost = (name: string, identity: string, fence: bigint) => new LeaseLost({ name, identity, fence })
     return limits.enforce<PgStore>({
       table,
-      ensureSchema: run("ensureSchema", ddl(table), []).pipe(
-        Effect.catchIf(lostCreateRace, () => Effect.void),
-        Effect.asVoid
-      ),
+      slotTable,
+      ensureSchema: Effect.zipRight(create(ddl(table)), create(Slots.ddl(slotTable))),
       acquire: (name, identity, ttl, payload) =>
         run("acquire", sql.acquire, [name, identity, microseconds(ttl), bytes(payload)]).pipe(
           Effect.map((result) => toLease(result.rows[0] ?? {}))
@@ -287,7 +336,38 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
             result.rows[0] === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(toLease(result.rows[0]))
           )
         ),
-      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease))
+      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
+      slots: {
+        claim: (name, identity, fence, job, at, reclaim) =>
+          run("claimSlot", slotSql.claim, [
+            name,
+            identity,
+            fence.toString(),
+            job,
+            at.getTime().toString(),
+            reclaim.toString()
+          ]).pipe(
+            Effect.flatMap((result) => {
+              const row = result.rows[0] ?? {}
+              return row["held"] !== "true"
+                ? Effect.fail(lost(name, identity, fence))
+                : Effect.succeed({ claimed: row["claimed"] === "true", slot: toSlot(row), now: dbNow(row) })
+            })
+          ),
+        complete: (name, identity, fence, job, at) =>
+          run("completeSlot", slotSql.complete, [name, identity, fence.toString(), job, at.getTime().toString()]).pipe(
+            Effect.flatMap((result) =>
+              result.rows[0] === undefined
+                ? Effect.fail(lost(name, identity, fence))
+                : Effect.succeed(dbNow(result.rows[0]))
+            )
+          ),
+        last: (name, job) =>
+          Effect.map(run("lastSlot", slotSql.last, [name, job]), (result) => {
+            const row = result.rows[0] ?? {}
+            return { now: dbNow(row), slot: toSlot(row) }
+          })
+      }
     })
   }).pipe(SqlStore.withSchema(options))
 

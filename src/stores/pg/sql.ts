@@ -15,10 +15,10 @@
  */
 
 /** `now()` rounded up to the millisecond. */
-const nowCeil = "date_trunc('milliseconds', now() + interval '999 microseconds')"
+export const nowCeil = "date_trunc('milliseconds', now() + interval '999 microseconds')"
 
 /** A stored instant as epoch milliseconds, rounded down, in text. */
-const millis = (column: string): string =>
+export const millis = (column: string): string =>
   `(extract(epoch from date_trunc('milliseconds', ${column})) * 1000)::int8::text`
 
 /** Every column as text, so that no type parser configured on the pool can change what is decoded. */
