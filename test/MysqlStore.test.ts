@@ -37,7 +37,9 @@ const admin = Effect.acquireRelease(
 
 afterAll(async () => {
   const connection = await Mysql.createConnection(server)
-  for (const name of tables) await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
+  for (const name of tables.flatMap((table) => [table, `${table}_slots`])) {
+    await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
+  }
   await connection.end()
 })
 

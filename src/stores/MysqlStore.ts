@@ -72,6 +72,7 @@ import * as classifier from "./mysql/classify.js"
 import * as Driver from "./mysql/driver.js"
 import * as identifier from "./mysql/identifier.js"
 import * as Pool from "./mysql/pool.js"
+import * as SlotSql from "./mysql/slots.js"
 import * as Sql from "./mysql/statements.js"
 
 export {
@@ -117,6 +118,8 @@ export interface MysqlStoreOptions {
   readonly schema?: string | undefined
   /** The table. Defaults to {@link defaultTable}. */
   readonly table?: string | undefined
+  /** The table of scheduled job slots (`Elector.schedule`). Defaults to the table's name + `_slots`. */
+  readonly slotTable?: string | undefined
   /**
    * Bounds every call, waiting for a connection included. On expiry the call
    * fails with a retryable `StoreError` and its connection is destroyed,
@@ -171,10 +174,12 @@ export type MysqlStoreConfig = SqlStore.UrlConfig<MysqlStoreUrlOptions>
  * @category models
  */
 export interface MysqlStore extends StoreShape {
-  /** Creates the table if it does not exist. Idempotent, safe to race. */
+  /** Creates the tables (leases and job slots) if they do not exist. Idempotent, safe to race. */
   readonly ensureSchema: Effect.Effect<void, StoreError>
   /** The quoted, qualified table name the statements use. */
   readonly table: string
+  /** The quoted, qualified table of job slots. */
+  readonly slotTable: string
   /**
    * Every election in the table, by name, each with the server's now from the
    * same statement: who leads what, for operators. Read-only; its errors
@@ -210,6 +215,25 @@ const qualifiedTable = (schemaName: string | undefined, table: string): Either.E
  */
 export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedTable(schemaName, table), Sql.createTable)
+
+/**
+ * The DDL of the table of scheduled job slots (`Elector.schedule`), which
+ * {@link MysqlStore.ensureSchema} creates beside the leases: for migration
+ * tools, like {@link schema}. Name it as the store's `slotTable` option
+ * does (by default, the lease table's name + `_slots`).
+ *
+ * @since 0.3.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const ddl = Either.getOrThrow(MysqlStore.slotSchema("", `${MysqlStore.defaultTable}_slots`))
+ * ```
+ */
+export const slotSchema = (schemaName: string, slotTable: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedTable(schemaName, slotTable), SlotSql.createTable)
 
 /**
  * Quotes a MySQL identifier: backticks around it, embedded backticks
@@ -299,11 +323,11 @@ const affectedRows = (result: unknown): number =>
   Predicate.isRecord(result) && typeof result["affectedRows"] === "number" ? result["affectedRows"] : 0
 
 /** The store's operations on `pool`, for the already quoted `table`. */
-const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
+const storeOn = (pool: Pool.Pool, table: string, slotTable: string): MysqlStore => {
   // One short transaction on one connection; `Pool.use` destroys the
   // connection, and with it the open transaction, if anything fails.
   const transaction = <A>(
-    operation: "acquire" | "renew",
+    operation: "acquire" | "renew" | "claimSlot" | "completeSlot",
     body: (query: Pool.Query) => Effect.Effect<A, StoreError>
   ) =>
     pool.use(operation, (query) =>
@@ -319,9 +343,27 @@ const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
     Effect.map(query(sql, values), (result) => Sql.toLease(name, rows(result)[0]!))
   const bytes = (payload: Uint8Array | null) => payload === null ? null : Buffer.from(payload)
 
+  // The caller's lease row, locked until the transaction ends: its server now
+  // when the caller holds it, nothing (and the transaction rolled back) when not.
+  const guarded = (query: Pool.Query, name: string, identity: string, fence: bigint) =>
+    Effect.flatMap(query(SlotSql.lockLease(table), [identity, fence.toString(), name]), (result) => {
+      const row = rows(result)[0]
+      return row?.["held"] === "1"
+        ? Effect.succeed(Option.some(SlotSql.toNow(row)))
+        : Effect.as(query("ROLLBACK", []), Option.none())
+    })
+  const lostUnless = (name: string, identity: string, fence: bigint) =>
+  <A, E>(effect: Effect.Effect<Option.Option<A>, E>): Effect.Effect<A, E | LeaseLost> =>
+    Effect.flatMap(effect, (found) =>
+      Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new LeaseLost({ name, identity, fence })))
+
   return limits.enforce<MysqlStore>({
     table,
-    ensureSchema: pool.use("ensureSchema", (query) => query(Sql.createTable(table), [])).pipe(Effect.asVoid),
+    slotTable,
+    ensureSchema: pool.use("ensureSchema", (query) =>
+      Effect.zipRight(query(Sql.createTable(table), []), query(SlotSql.createTable(slotTable), []))).pipe(
+        Effect.asVoid
+      ),
     acquire: (name, identity, ttl, payload) =>
       transaction("acquire", (query) =>
         Effect.zipRight(
@@ -366,7 +408,38 @@ const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
       ),
     list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
       Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
-    )
+    ),
+    slots: {
+      claim: (name, identity, fence, job, at, reclaim) =>
+        transaction("claimSlot", (query) =>
+          Effect.flatMap(guarded(query, name, identity, fence), (held) => {
+            if (Option.isNone(held)) return Effect.succeed(Option.none())
+            const ms = at.getTime().toString()
+            const f = fence.toString()
+            return query(SlotSql.upsert(slotTable), [name, job, ms, f, reclaim, f, reclaim, f, f]).pipe(
+              Effect.zipRight(query(SlotSql.selectSlot(slotTable), [name, job, ms])),
+              Effect.map((result) => {
+                const slot = SlotSql.toSlot(rows(result)[0] ?? {})
+                const claimed = slot !== undefined && slot.fence === fence && slot.completedAt === null
+                return Option.some({ claimed, slot, now: held.value })
+              })
+            )
+          })).pipe(lostUnless(name, identity, fence)),
+      complete: (name, identity, fence, job, at) =>
+        transaction("completeSlot", (query) =>
+          Effect.flatMap(guarded(query, name, identity, fence), (held): Effect.Effect<Option.Option<Date>, StoreError> =>
+            Option.isNone(held) ? Effect.succeed(held) : Effect.flatMap(
+              query(SlotSql.complete(slotTable), [name, job, at.getTime().toString(), fence.toString()]),
+              (result) => affectedRows(result) === 0 ? Effect.as(query("ROLLBACK", []), Option.none()) : Effect.succeed(held)
+            ))).pipe(lostUnless(name, identity, fence)),
+      last: (name, job) =>
+        pool.use("lastSlot", (query) => query(SlotSql.last(slotTable), [name, job])).pipe(
+          Effect.map((result) => {
+            const row = rows(result)[0] ?? {}
+            return { now: SlotSql.toNow(row), slot: SlotSql.toSlot(row) }
+          })
+        )
+    }
   })
 }
 
@@ -376,9 +449,11 @@ const build = <E, R>(
   open: (timeout: Duration.Duration) => Effect.Effect<Pool.Pool, E, R>
 ): Effect.Effect<MysqlStore, InvalidConfig | StoreError | E, R> =>
   Effect.gen(function*() {
-    const table = yield* qualifiedTable(options.schema, options.table ?? defaultTable)
+    const tableName = options.table ?? defaultTable
+    const table = yield* qualifiedTable(options.schema, tableName)
+    const slotTable = yield* qualifiedTable(options.schema, options.slotTable ?? `${tableName}_slots`)
     const timeout = yield* SqlStore.operationTimeout(options)
-    return storeOn(yield* open(timeout), table)
+    return storeOn(yield* open(timeout), table, slotTable)
   }).pipe(SqlStore.withSchema(options))
 
 /**
