@@ -33,9 +33,11 @@ import type * as Stream from "effect/Stream"
 import type { AlreadyRunning, DuplicateIdentity, IdentityError, InvalidConfig, LastError } from "./ElectorError.js"
 import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
+import * as job from "./internal/job.js"
+import type * as Job from "./Job.js"
 import * as statusJson from "./internal/status.js"
 import { Leadership, type LeadershipShape } from "./Leadership.js"
-import type { Store, StoreError } from "./Store.js"
+import type { Store, StoreError, StoreShape } from "./Store.js"
 
 /**
  * What a participant asks for. Every field but `name` has a default.
@@ -193,6 +195,8 @@ export interface Status {
  */
 export interface ElectorShape {
   readonly config: ResolvedConfig
+  /** The store it elects through. */
+  readonly store: StoreShape
   /** Whether this participant may act as leader right now; re-checks the deadline. */
   readonly isLeader: Effect.Effect<boolean>
   /** The current term's fence token, while leading. */
@@ -405,6 +409,40 @@ export const whileLeader = <A, E, R>(
           yield* Deferred.await(ended)
         })
       )
+    ))
+
+/**
+ * Runs `run` on the leader at each slot of `when` (see `Job` for what is
+ * promised): a cron expression (UTC), a `Cron`, or an Effect `Schedule`,
+ * stepped on the database clock. Each slot runs at most once across
+ * failovers, inside the term that claimed it, with the term's
+ * {@link Leadership} in its context; with `delivery: "atLeastOnce"` a run
+ * interrupted by the end of its term is run again by the next term. A
+ * failing run is logged and counted, and does not end the term. Fails with
+ * `InvalidConfig` when the job name, the cron expression or the delivery is
+ * invalid, or the store records no slots.
+ *
+ * @since 0.3.0
+ * @category combinators
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Elector } from "effect-leaderelection"
+ *
+ * const nightly = Elector.schedule("compact", "0 3 * * *", (slot) =>
+ *   Effect.log(`compacting for ${slot.at.toISOString()} under fence ${slot.fence}`))
+ * ```
+ */
+export const schedule = <E, R>(
+  name: string,
+  when: Job.When,
+  run: (slot: Job.Slot) => Effect.Effect<unknown, E, R>,
+  options: Job.Options = {}
+): Effect.Effect<never, InvalidConfig, Elector | Exclude<R, Leadership>> =>
+  Effect.flatMap(Elector, (elector) =>
+    Effect.flatMap(
+      job.spec(elector.store, name, when, run, options),
+      (spec) => whileLeader(Effect.flatMap(Leadership, (term) => job.term(elector.config, spec, term)))
     ))
 
 /**

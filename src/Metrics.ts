@@ -219,3 +219,24 @@ export const callbacksDropped = Metric.counter("leaderelection_callbacks_dropped
 export const storeFatal = Metric.gauge("leaderelection_store_fatal", {
   description: "1 while store calls of this participant fail with fatal errors, 0 otherwise"
 })
+
+/**
+ * Slots of scheduled jobs (`Elector.schedule`), tagged with `job` and
+ * `outcome` (`Job.Outcome`: `completed`, `failed`, `interrupted`, `skipped`,
+ * `missed`). Summed over an election's processes, `completed` + `failed` +
+ * `interrupted` is the number of runs.
+ *
+ * @since 0.3.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const runs = Metric.value(Metrics.jobSlots.pipe(Metric.tagged("election", "jobs"), Metric.tagged("job", "nightly"), Metric.tagged("outcome", "completed")))
+ * ```
+ */
+export const jobSlots = Metric.counter("leaderelection_job_slots_total", {
+  description: "Scheduled job slots, by job and outcome (completed, failed, interrupted, skipped, missed)",
+  incremental: true
+})

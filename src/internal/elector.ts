@@ -534,6 +534,7 @@ export const make = (
 
     return {
       config,
+      store,
       isLeader: Effect.map(current, Option.isSome),
       fence: Effect.map(current, Option.map((term) => term.fence)),
       status: Effect.flatMap(SubscriptionRef.get(state), snapshot),
