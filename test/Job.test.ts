@@ -279,6 +279,43 @@ describe("Elector.schedule", () => {
       expect(Either.isLeft(Either.left(error))).toBe(true)
     }))
 
+  it.scoped("a term whose guard turns out lost stops its job until the next term", () =>
+    Effect.gen(function*() {
+      const db = yield* world
+      const slotStore = db.slots!
+      const lost = (name: string, identity: string, fence: bigint) => Effect.fail(new Store.LeaseLost({ name, identity, fence }))
+      // The origin's claim, then the origin's completion, find the lease lost.
+      for (const refusing of ["claim", "complete"] as const) {
+        const runs: Array<Run> = []
+        const store: Store.StoreShape = { ...db, slots: { ...slotStore, [refusing]: lost } }
+        const name = election()
+        yield* participant(store, name, "a", runs)
+        yield* seconds(120)
+        expect(runs).toEqual([])
+        expect((yield* db.slots!.last(name, "tick")).slot?.completedAt ?? null).toBeNull()
+      }
+    }))
+
+  it.scoped("a slot the store reports as another term's is skipped", () =>
+    Effect.gen(function*() {
+      const db = yield* world
+      const slotStore = db.slots!
+      const runs: Array<Run> = []
+      const name = election()
+      const store: Store.StoreShape = {
+        ...db,
+        slots: {
+          ...slotStore,
+          claim: (...args) =>
+            Effect.map(slotStore.claim(...args), (claim) => args[4].getTime() === minute(1) ? { ...claim, claimed: false } : claim)
+        }
+      }
+      yield* participant(store, name, "a", runs)
+      yield* seconds(120)
+      expect(runs.map((run) => run.at)).toEqual([minute(2)])
+      expect(yield* slots(name, "skipped")).toBe(1)
+    }))
+
   it.scoped("runs with the term's Leadership in context", () =>
     Effect.gen(function*() {
       const db = yield* world

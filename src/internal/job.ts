@@ -51,14 +51,12 @@ const toSchedule = (when: Job.When): Either.Either<Schedule.Schedule<unknown, un
     ? Either.right(Schedule.cron(when))
     : Either.right(when)
 
-/** Checks a job's name, schedule and store. */
-export const spec = <E, R>(
-  store: StoreShape,
+/** Checks a job's name, schedule and delivery. */
+export const check = (
   job: string,
   when: Job.When,
-  run: (slot: Job.Slot) => Effect.Effect<unknown, E, R>,
   options: Job.Options
-): Either.Either<Spec<E, R>, InvalidConfig> =>
+): Either.Either<Omit<Spec<never, never>, "run" | "slots">, InvalidConfig> =>
   Either.gen(function*() {
     yield* limits.job(job)
     const schedule = yield* toSchedule(when)
@@ -66,12 +64,25 @@ export const spec = <E, R>(
     if (delivery !== "atMostOnce" && delivery !== "atLeastOnce") {
       return yield* Either.left(invalid("delivery", `must be "atMostOnce" or "atLeastOnce", got ${limits.kind(delivery)}`))
     }
-    const slots = store.slots
-    if (slots === undefined) {
-      return yield* Either.left(invalid("store", "does not record job slots (Store.SlotStore): scheduled jobs need one"))
-    }
-    return { job, schedule, run, delivery, slots }
+    return { job, schedule, delivery }
   })
+
+/** Checks a job and its store. */
+export const spec = <E, R>(
+  store: StoreShape,
+  job: string,
+  when: Job.When,
+  run: (slot: Job.Slot) => Effect.Effect<unknown, E, R>,
+  options: Job.Options
+): Either.Either<Spec<E, R>, InvalidConfig> =>
+  Either.flatMap(check(job, when, options), (checked) =>
+    Either.map(slotStore(store), (slots) => ({ ...checked, run, slots })))
+
+/** The store's record of job slots, which scheduled jobs need. */
+export const slotStore = (store: StoreShape): Either.Either<SlotStore, InvalidConfig> =>
+  store.slots === undefined
+    ? Either.left(invalid("store", "does not record job slots (Store.SlotStore): scheduled jobs need one"))
+    : Either.right(store.slots)
 
 /**
  * Runs the job's due slots for one term, until the term ends (it is
