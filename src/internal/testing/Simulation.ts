@@ -59,6 +59,7 @@ import {
   TestClock
 } from "effect"
 import * as Elector from "../../Elector.js"
+import type * as Job from "../../Job.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
 import * as Faulty from "./FaultyStore.js"
@@ -111,6 +112,15 @@ export interface Workload {
    * something the work did is wrong, undefined when all is well.
    */
   readonly invariant?: ((at: number) => string | undefined) | undefined
+  /**
+   * A scheduled job every participant runs (`Elector.schedule`), on its own
+   * clock: `run` is called for each slot its term claims.
+   */
+  readonly job?: {
+    readonly when: Job.When
+    readonly delivery?: Job.Delivery | undefined
+    readonly run: (term: Term, slot: Job.Slot) => Effect.Effect<unknown, unknown>
+  } | undefined
 }
 
 /** What the simulation offers a workload when it is set up for a run. */
@@ -179,7 +189,13 @@ const path = (inner: Store.StoreShape): Path => {
       acquire: (...args) => via("acquire", () => faulty.acquire(...args)),
       renew: (...args) => via("renew", () => faulty.renew(...args)),
       release: (...args) => via("release", () => faulty.release(...args)),
-      inspect: (...args) => via("inspect", () => faulty.inspect(...args))
+      inspect: (...args) => via("inspect", () => faulty.inspect(...args)),
+      // Job slots are writes guarded by the lease, like renewals: they share renew's faults.
+      slots: {
+        claim: (...args) => via("renew", () => faulty.slots!.claim(...args)),
+        complete: (...args) => via("renew", () => faulty.slots!.complete(...args)),
+        last: (...args) => via("renew", () => faulty.slots!.last(...args))
+      }
     }
   }
 }
@@ -273,6 +289,13 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
     const workload = options.workload?.({ now: driver.millis }) ?? {}
     const invariant = workload.invariant
     const userWork = workload.work
+    const job = workload.job
+    const scheduled = (slot: number, identity: string, elector: Elector.ElectorShape, clock: Clock.Clock) =>
+      job === undefined
+        ? Effect.never
+        : Elector.schedule("sim-job", job.when, (at) => job.run({ slot, identity, fence: at.fence }, at), {
+          delivery: job.delivery
+        }).pipe(Effect.provideService(Elector.Elector, elector), Effect.withClock(clock), Effect.orDie)
     const work = (slot: number, identity: string) => (fence: bigint) =>
       Effect.suspend(() => {
         oracle.onStart(identity, fence, driver.millis())
@@ -304,7 +327,8 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
           )
         )
         const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
-        const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(elector.run, Random.make(seed))), gate))
+        const participate = Effect.zipRight(Effect.fork(scheduled(slot.index, identity, elector, clock)), elector.run)
+        const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(participate, Random.make(seed))), gate))
         slot.current = { identity, gate, elector, path: via, fiber }
       })
 
