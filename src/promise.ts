@@ -98,7 +98,7 @@ export interface PromiseElectorOptions
  *   name: "compact",
  *   schedule: "0 3 * * *",
  *   run: async (signal, slot) => {
- *     console.log(`compacting for ${slot.at.toISOString()} under fence ${slot.fence}`)
+ *     if (!signal.aborted) console.log(`compacting for ${slot.at.toISOString()} under fence ${slot.fence}`)
  *   }
  * }
  * ```

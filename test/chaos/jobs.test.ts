@@ -5,7 +5,7 @@
  * comes due, so the slot falls due while nobody leads. Every slot must run
  * exactly once: the one in the gap by the successor, late, and none twice.
  */
-import { Duration, Effect, Exit, Fiber, Layer, Logger, LogLevel, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, Logger, LogLevel, Scope } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Elector from "../../src/Elector.js"
