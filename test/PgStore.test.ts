@@ -25,10 +25,13 @@ const withClient = <A>(url: string, f: (client: pg.Client) => Promise<A>): Promi
 const sql = (text: string, values: Array<unknown> = []) =>
   Effect.promise(() => withClient(directUrl, (client) => client.query(text, values)))
 
-const dropped: Array<string> = [directTable, pooledTable, `${directTable}_slots`, `${pooledTable}_slots`]
+const dropped: Array<string> = [directTable, pooledTable]
 afterAll(() =>
   withClient(directUrl, async (client) => {
-    for (const table of dropped) await client.query(`DROP TABLE IF EXISTS ${table}`)
+    for (const table of dropped) {
+      await client.query(`DROP TABLE IF EXISTS ${table}`)
+      await client.query(`DROP TABLE IF EXISTS ${table}_slots`)
+    }
   })
 )
 

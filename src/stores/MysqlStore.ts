@@ -66,7 +66,7 @@ import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
 import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
-import { LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
+import { LeaseLost, NoLease, type SlotStore, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import * as classifier from "./mysql/classify.js"
 import * as Driver from "./mysql/driver.js"
@@ -178,8 +178,12 @@ export interface MysqlStore extends StoreShape {
   readonly ensureSchema: Effect.Effect<void, StoreError>
   /** The quoted, qualified table name the statements use. */
   readonly table: string
-  /** The quoted, qualified table of job slots. */
-  readonly slotTable: string
+  /**
+   * The quoted, qualified table of job slots; `undefined` when the default
+   * name (the table's + `_slots`) is too long for an identifier and no
+   * `slotTable` was given: then the store records no slots.
+   */
+  readonly slotTable: string | undefined
   /**
    * Every election in the table, by name, each with the server's now from the
    * same statement: who leads what, for operators. Read-only; its errors
@@ -323,7 +327,7 @@ const affectedRows = (result: unknown): number =>
   Predicate.isRecord(result) && typeof result["affectedRows"] === "number" ? result["affectedRows"] : 0
 
 /** The store's operations on `pool`, for the already quoted `table`. */
-const storeOn = (pool: Pool.Pool, table: string, slotTable: string): MysqlStore => {
+const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string>): MysqlStore => {
   // One short transaction on one connection; `Pool.use` destroys the
   // connection, and with it the open transaction, if anything fails.
   const transaction = <A>(
@@ -357,13 +361,47 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: string): MysqlStore 
     Effect.flatMap(effect, (found) =>
       Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new LeaseLost({ name, identity, fence })))
 
+  const slots = (slotTable: string): SlotStore => ({
+    claim: (name, identity, fence, job, at, reclaim) =>
+      transaction("claimSlot", (query) =>
+        Effect.flatMap(guarded(query, name, identity, fence), (held) => {
+          if (Option.isNone(held)) return Effect.succeed(Option.none())
+          const ms = at.getTime().toString()
+          const f = fence.toString()
+          return query(SlotSql.upsert(slotTable), [name, job, ms, f, reclaim, f, reclaim, f, f]).pipe(
+            Effect.zipRight(query(SlotSql.selectSlot(slotTable), [name, job, ms])),
+            Effect.map((result) => {
+              const slot = SlotSql.toSlot(rows(result)[0] ?? {})
+              const claimed = slot !== undefined && slot.fence === fence && slot.completedAt === null
+              return Option.some({ claimed, slot, now: held.value })
+            })
+          )
+        })).pipe(lostUnless(name, identity, fence)),
+    complete: (name, identity, fence, job, at) =>
+      transaction("completeSlot", (query) =>
+        Effect.flatMap(guarded(query, name, identity, fence), (held): Effect.Effect<Option.Option<Date>, StoreError> =>
+          Option.isNone(held) ? Effect.succeed(held) : Effect.flatMap(
+            query(SlotSql.complete(slotTable), [name, job, at.getTime().toString(), fence.toString()]),
+            (result) => affectedRows(result) === 0 ? Effect.as(query("ROLLBACK", []), Option.none()) : Effect.succeed(held)
+          ))).pipe(lostUnless(name, identity, fence)),
+    last: (name, job) =>
+      pool.use("lastSlot", (query) => query(SlotSql.last(slotTable), [name, job])).pipe(
+        Effect.map((result) => {
+          const row = rows(result)[0] ?? {}
+          return { now: SlotSql.toNow(row), slot: SlotSql.toSlot(row) }
+        })
+      )
+  })
+
   return limits.enforce<MysqlStore>({
     table,
-    slotTable,
+    slotTable: Option.getOrUndefined(slotTable),
     ensureSchema: pool.use("ensureSchema", (query) =>
-      Effect.zipRight(query(Sql.createTable(table), []), query(SlotSql.createTable(slotTable), []))).pipe(
-        Effect.asVoid
-      ),
+      Effect.zipRight(
+        query(Sql.createTable(table), []),
+        Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => query(SlotSql.createTable(name), []) })
+      )).pipe(Effect.asVoid),
+    ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slots(name) }) }),
     acquire: (name, identity, ttl, payload) =>
       transaction("acquire", (query) =>
         Effect.zipRight(
@@ -408,38 +446,7 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: string): MysqlStore 
       ),
     list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
       Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
-    ),
-    slots: {
-      claim: (name, identity, fence, job, at, reclaim) =>
-        transaction("claimSlot", (query) =>
-          Effect.flatMap(guarded(query, name, identity, fence), (held) => {
-            if (Option.isNone(held)) return Effect.succeed(Option.none())
-            const ms = at.getTime().toString()
-            const f = fence.toString()
-            return query(SlotSql.upsert(slotTable), [name, job, ms, f, reclaim, f, reclaim, f, f]).pipe(
-              Effect.zipRight(query(SlotSql.selectSlot(slotTable), [name, job, ms])),
-              Effect.map((result) => {
-                const slot = SlotSql.toSlot(rows(result)[0] ?? {})
-                const claimed = slot !== undefined && slot.fence === fence && slot.completedAt === null
-                return Option.some({ claimed, slot, now: held.value })
-              })
-            )
-          })).pipe(lostUnless(name, identity, fence)),
-      complete: (name, identity, fence, job, at) =>
-        transaction("completeSlot", (query) =>
-          Effect.flatMap(guarded(query, name, identity, fence), (held): Effect.Effect<Option.Option<Date>, StoreError> =>
-            Option.isNone(held) ? Effect.succeed(held) : Effect.flatMap(
-              query(SlotSql.complete(slotTable), [name, job, at.getTime().toString(), fence.toString()]),
-              (result) => affectedRows(result) === 0 ? Effect.as(query("ROLLBACK", []), Option.none()) : Effect.succeed(held)
-            ))).pipe(lostUnless(name, identity, fence)),
-      last: (name, job) =>
-        pool.use("lastSlot", (query) => query(SlotSql.last(slotTable), [name, job])).pipe(
-          Effect.map((result) => {
-            const row = rows(result)[0] ?? {}
-            return { now: SlotSql.toNow(row), slot: SlotSql.toSlot(row) }
-          })
-        )
-    }
+    )
   })
 }
 
@@ -451,7 +458,7 @@ const build = <E, R>(
   Effect.gen(function*() {
     const tableName = options.table ?? defaultTable
     const table = yield* qualifiedTable(options.schema, tableName)
-    const slotTable = yield* qualifiedTable(options.schema, options.slotTable ?? `${tableName}_slots`)
+    const slotTable = yield* SqlStore.slotTable(options.slotTable, tableName, (name) => qualifiedTable(options.schema, name))
     const timeout = yield* SqlStore.operationTimeout(options)
     return storeOn(yield* open(timeout), table, slotTable)
   }).pipe(SqlStore.withSchema(options))

@@ -31,6 +31,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { constVoid } from "effect/Function"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { Pool, PoolConfig } from "pg"
@@ -42,6 +43,7 @@ import {
   NoLease,
   type Operation,
   type SlotRecord,
+  type SlotStore,
   Store,
   type StoreError,
   type StoreShape
@@ -164,8 +166,12 @@ export interface PgStoreOptions {
 export interface PgStore extends StoreShape {
   /** The quoted, possibly schema-qualified table name. */
   readonly table: string
-  /** The quoted, possibly schema-qualified table of job slots. */
-  readonly slotTable: string
+  /**
+   * The quoted, possibly schema-qualified table of job slots; `undefined`
+   * when the default name (the table's + `_slots`) is too long for an
+   * identifier and no `slotTable` was given: then the store records no slots.
+   */
+  readonly slotTable: string | undefined
   /**
    * Creates the tables (leases and job slots) if they do not exist.
    * Idempotent, and safe when many replicas run it at once. The schema
@@ -300,10 +306,13 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
   Effect.gen(function*() {
     const tableName = options.table ?? defaultTable
     const table = yield* qualifiedName(options.schema ?? "", tableName)
-    const slotTable = yield* qualifiedName(options.schema ?? "", options.slotTable ?? `${tableName}_slots`)
+    const slotTable = yield* SqlStore.slotTable(
+      options.slotTable,
+      tableName,
+      (name) => qualifiedName(options.schema ?? "", name)
+    )
     const timeout = yield* SqlStore.operationTimeout(options)
     const sql = statements(table)
-    const slotSql = Slots.statements(table, slotTable)
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
       query(pool, statement, values).pipe(
         Effect.mapError((error) => toStoreError(operation, error)),
@@ -312,32 +321,9 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
     const create = (statement: string) =>
       run("ensureSchema", statement, []).pipe(Effect.catchIf(lostCreateRace, () => Effect.void), Effect.asVoid)
     const lost = (name: string, identity: string, fence: bigint) => new LeaseLost({ name, identity, fence })
-    return limits.enforce<PgStore>({
-      table,
-      slotTable,
-      ensureSchema: Effect.zipRight(create(ddl(table)), create(Slots.ddl(slotTable))),
-      acquire: (name, identity, ttl, payload) =>
-        run("acquire", sql.acquire, [name, identity, microseconds(ttl), bytes(payload)]).pipe(
-          Effect.map((result) => toLease(result.rows[0] ?? {}))
-        ),
-      renew: (name, identity, fence, ttl, payload) =>
-        run("renew", sql.renew, [name, identity, fence.toString(), microseconds(ttl), bytes(payload)])
-          .pipe(
-            Effect.flatMap((result) =>
-              result.rows[0] === undefined
-                ? Effect.fail(new LeaseLost({ name, identity, fence }))
-                : Effect.succeed(toLease(result.rows[0]))
-            )
-          ),
-      release: (name, identity, fence) => Effect.asVoid(run("release", sql.release, [name, identity, fence.toString()])),
-      inspect: (name) =>
-        run("inspect", sql.inspect, [name]).pipe(
-          Effect.flatMap((result) =>
-            result.rows[0] === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(toLease(result.rows[0]))
-          )
-        ),
-      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
-      slots: {
+    const slots = (slotTable: string): SlotStore => {
+      const slotSql = Slots.statements(table, slotTable)
+      return {
         claim: (name, identity, fence, job, at, reclaim) =>
           run("claimSlot", slotSql.claim, [
             name,
@@ -368,6 +354,36 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
             return { now: dbNow(row), slot: toSlot(row) }
           })
       }
+    }
+    return limits.enforce<PgStore>({
+      table,
+      slotTable: Option.getOrUndefined(slotTable),
+      ensureSchema: Effect.zipRight(
+        create(ddl(table)),
+        Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => create(Slots.ddl(name)) })
+      ),
+      ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slots(name) }) }),
+      acquire: (name, identity, ttl, payload) =>
+        run("acquire", sql.acquire, [name, identity, microseconds(ttl), bytes(payload)]).pipe(
+          Effect.map((result) => toLease(result.rows[0] ?? {}))
+        ),
+      renew: (name, identity, fence, ttl, payload) =>
+        run("renew", sql.renew, [name, identity, fence.toString(), microseconds(ttl), bytes(payload)])
+          .pipe(
+            Effect.flatMap((result) =>
+              result.rows[0] === undefined
+                ? Effect.fail(new LeaseLost({ name, identity, fence }))
+                : Effect.succeed(toLease(result.rows[0]))
+            )
+          ),
+      release: (name, identity, fence) => Effect.asVoid(run("release", sql.release, [name, identity, fence.toString()])),
+      inspect: (name) =>
+        run("inspect", sql.inspect, [name]).pipe(
+          Effect.flatMap((result) =>
+            result.rows[0] === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(toLease(result.rows[0]))
+          )
+        ),
+      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
     })
   }).pipe(SqlStore.withSchema(options))
 
