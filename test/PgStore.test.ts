@@ -30,7 +30,9 @@ afterAll(() =>
   withClient(directUrl, async (client) => {
     for (const table of dropped) {
       await client.query(`DROP TABLE IF EXISTS ${table}`)
-      await client.query(`DROP TABLE IF EXISTS ${table}_slots`)
+      // The slot table beside it (names in `dropped` may be quoted).
+      const slots = table.endsWith("\"") ? `${table.slice(0, -1)}_slots"` : `${table}_slots`
+      await client.query(`DROP TABLE IF EXISTS ${slots}`)
     }
   })
 )
