@@ -2,7 +2,8 @@
  * One participant in one election.
  *
  * An elector polls the store as a follower, claims the lease when it is free
- * and, while it leads, renews it. Each term is a `Scope`: work started in it
+ * (at the instant a lease it saw expires, when that comes before its next
+ * poll) and, while it leads, renews it. Each term is a `Scope`: work started in it
  * (`whileLeader`, `onStartedLeading`) is interrupted and its finalizers run
  * the instant leadership becomes uncertain. A watchdog ends the term at a
  * local deadline computed from the database's own view of the lease, counted
@@ -79,9 +80,9 @@ export interface ElectorConfig {
   readonly payload?: Uint8Array | null | undefined
   /** How long a lease stays valid; the worst-case failover after a crash. */
   readonly leaseDuration?: Duration.DurationInput | undefined
-  /** How often the leader extends its lease. */
+  /** How often the leader extends its lease: never less often; jittered earlier, so that leaders elected together spread out. */
   readonly renewInterval?: Duration.DurationInput | undefined
-  /** How often a follower polls; each delay is drawn from [period/2, period). */
+  /** How often a follower polls; each delay is drawn from [period/2, period). A lease it saw is claimed the instant it expires. */
   readonly retryPeriod?: Duration.DurationInput | undefined
   /** Bounds every store call. */
   readonly operationTimeout?: Duration.DurationInput | undefined

@@ -6,6 +6,7 @@ import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
+import { steady } from "./support/steady.js"
 
 // The database clock is three days ahead of the local one in every test: any
 // code that compared the two would produce nonsense.
@@ -33,7 +34,7 @@ const recording = (store: Store.StoreShape) =>
 /** Starts an elector's run and lets it take its first steps. */
 const start = (elector: Elector.ElectorShape) =>
   Effect.gen(function*() {
-    const fiber = yield* Effect.fork(elector.run)
+    const fiber = yield* Effect.fork(steady(elector.run))
     yield* TestClock.adjust(Duration.millis(1))
     return fiber
   })

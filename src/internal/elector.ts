@@ -28,7 +28,7 @@ import * as Store from "../Store.js"
 import { type Operation, StoreError } from "../Store.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Instrumentation from "./instrumentation.js"
-import { jittered, localDeadline } from "./timing.js"
+import { jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
 
 interface Term {
   readonly fence: bigint
@@ -59,6 +59,9 @@ interface State {
 
 /** Why a term ended, other than shutdown. */
 type StepDown = "expired" | "lost" | "failed"
+
+/** A follower's next step: look at the record, or try to take it. */
+type Step = "poll" | "claim"
 
 /** How many advisory callbacks may wait for the ones ahead of them. */
 const adviceLimit = 64
@@ -322,7 +325,20 @@ export const make = (
         if (onNewLeader !== undefined) yield* advise("onNewLeader", () => onNewLeader(holder, fence))
       })
 
-    const pause = Effect.flatMap(Random.next, (u) => clock.sleep(jittered(config.retryPeriod, u)))
+    // Waits a jittered retryPeriod, then polls; but after a reply (received
+    // at `replyAt`) showing someone else's valid lease, claims at the instant
+    // it can first be claimed if that comes first: a crashed leader's lease
+    // is taken over one round trip after it expires, not at the next poll.
+    // The database decides who wins a claim; this only picks when to ask.
+    const pause = (seen?: { readonly lease: Lease.Lease; readonly replyAt: bigint }): Effect.Effect<Step> =>
+      Effect.gen(function*() {
+        const poll = jittered(config.retryPeriod, yield* Random.next)
+        const next = seen === undefined || Lease.isExpired(seen.lease)
+          ? { claim: false, wait: poll }
+          : nextStep(poll, Lease.ttl(seen.lease), Duration.nanos((yield* nowNanos) - seen.replyAt))
+        yield* clock.sleep(next.wait)
+        return next.claim ? "claim" : "poll"
+      })
 
     const releaseLease = (fence: bigint) =>
       call("release", store.release(name, identity, fence), fence).pipe(
@@ -418,7 +434,7 @@ export const make = (
           yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.map(s.term, (t) => ({ ...t, deadline })) }))
           yield* Queue.offer(wake, undefined)
           yield* observe(result.right)
-          nextAt = sentAt + Duration.unsafeToNanos(config.renewInterval)
+          nextAt = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, false))
         }
       })
 
@@ -447,9 +463,8 @@ export const make = (
             const wake = yield* Queue.sliding<void>(1)
             // Children of this fiber rather than daemons, so TestClock sees them.
             const guard = yield* Effect.fork(watchdog(stop, wake))
-            const renewer = yield* Effect.fork(
-              renewals(fence, sentAt + Duration.unsafeToNanos(config.renewInterval), stop, wake)
-            )
+            const first = renewalDelay(config.renewInterval, yield* Random.next, true)
+            const renewer = yield* Effect.fork(renewals(fence, sentAt + Duration.unsafeToNanos(first), stop, wake))
             return yield* Deferred.await(stop).pipe(
               Effect.ensuring(Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard)))
             )
@@ -457,37 +472,40 @@ export const make = (
         endTerm
       )
 
-    const claim = Effect.gen(function*() {
+    const claim: Effect.Effect<Step> = Effect.gen(function*() {
       const sentAt = yield* nowNanos
       const result = yield* Effect.either(call("acquire", store.acquire(name, identity, leaseDuration, payload)))
+      const replyAt = yield* nowNanos
       if (Either.isLeft(result)) {
         yield* failed(result.left)
-        return yield* pause
+        return yield* pause()
       }
       const lease = result.right
       yield* observe(lease)
-      if (!Lease.isHeldBy(lease, identity)) return yield* pause
+      if (!Lease.isHeldBy(lease, identity)) return yield* pause({ lease, replyAt })
       // A fence a term of ours already used: the database clock stepped back
       // and revived a lease this participant had given up, or let expire.
       // Leading under it again would let the old term's late writes pass for
       // the new term's, so give it up: the next claim takes a fresh fence.
       if (lease.fence <= ledUnder) {
         yield* releaseLease(lease.fence)
-        return yield* pause
+        return yield* pause()
       }
       const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
       // Won, but with too little time left to prove it: the next poll gives it up.
-      if (deadline <= (yield* nowNanos)) return yield* pause
+      if (deadline <= (yield* nowNanos)) return yield* pause()
       const reason = yield* lead(lease.fence, sentAt, deadline)
       // The term's work failed: let a healthy participant take over.
       if (reason === "failed") yield* clock.sleep(config.workFailureBackoff)
+      return "poll"
     })
 
-    const poll = Effect.gen(function*() {
+    const poll: Effect.Effect<Step> = Effect.gen(function*() {
       const seen = yield* Effect.either(call("inspect", store.inspect(name)))
+      const replyAt = yield* nowNanos
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
         yield* failed(seen.left)
-        return yield* pause
+        return yield* pause()
       }
       const lease = Either.getOrUndefined(seen)
       yield* observe(lease)
@@ -495,11 +513,16 @@ export const make = (
         // A valid lease of ours that no term of ours is using: an earlier term
         // that stepped down locally, or an acquire whose reply was lost. Give
         // it up, so that the next term is told apart by a fresh fence.
-        if (!(yield* releaseLease(lease.fence))) return yield* pause
+        if (!(yield* releaseLease(lease.fence))) return yield* pause()
       } else if (lease !== undefined && !Lease.isExpired(lease)) {
-        return yield* pause
+        return yield* pause({ lease, replyAt })
       }
-      yield* claim
+      return yield* claim
+    })
+
+    const follow: Effect.Effect<never> = Effect.gen(function*() {
+      let step = "poll" as Step
+      while (true) step = yield* (step === "claim" ? claim : poll)
     })
 
     // The fiber running `run`, so that closing the elector's scope stops it.
@@ -509,7 +532,7 @@ export const make = (
     const run: Effect.Effect<never, AlreadyRunning> = Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
       if (runner !== undefined) return new AlreadyRunning({ name, identity })
       runner = fiber
-      return Effect.forever(poll).pipe(
+      return follow.pipe(
         // Nothing the store or user code does ends the loop; should anything
         // else, say so loudly rather than linger as a silent non-participant.
         // (Interrupting `run` from outside skips this: that is how it stops.)

@@ -4,7 +4,8 @@
  * One row per election in an InnoDB table. Each operation is one statement
  * (`release`, `inspect`, `ensureSchema`) or one short transaction on one
  * connection (`acquire`, `renew`: the write, then the row read back under
- * the write's lock, then `COMMIT`); no `SET`, user variable, temporary table,
+ * the write's lock, then `COMMIT`), sent as one request, so one round trip
+ * per operation, on the store's own pools; no `SET`, user variable, temporary table,
  * lock function or prepared statement outlives a call, so the store works
  * behind a multiplexing proxy.
  *
@@ -66,7 +67,7 @@ import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
 import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
-import { LeaseLost, NoLease, type SlotStore, Store, type StoreError, type StoreShape } from "../Store.js"
+import { LeaseLost, NoLease, type Operation, type SlotStore, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import * as classifier from "./mysql/classify.js"
 import * as Driver from "./mysql/driver.js"
@@ -100,6 +101,13 @@ export {
    */
   OperationTimeout
 } from "./internal/sqlStore.js"
+export {
+  /**
+   * @since 0.2.0
+   * @category errors
+   */
+  Saturated
+} from "./internal/gate.js"
 
 /**
  * The options every constructor takes.
@@ -328,84 +336,95 @@ const affectedRows = (result: unknown): number =>
 
 /** The store's operations on `pool`, for the already quoted `table`. */
 const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string>): MysqlStore => {
-  // One short transaction on one connection; `Pool.use` destroys the
-  // connection, and with it the open transaction, if anything fails.
-  const transaction = <A>(
-    operation: "acquire" | "renew" | "claimSlot" | "completeSlot",
-    body: (query: Pool.Query) => Effect.Effect<A, StoreError>
-  ) =>
-    pool.use(operation, (query) =>
-      Effect.gen(function*() {
-        yield* query("START TRANSACTION", [])
-        const result = yield* body(query)
-        yield* query("COMMIT", [])
-        return result
-      }))
-  // Read back under the lock the write took in the same transaction, so
-  // the row is there; the store never deletes one.
-  const readBack = (query: Pool.Query, sql: string, values: ReadonlyArray<unknown>, name: string) =>
-    Effect.map(query(sql, values), (result) => Sql.toLease(name, rows(result)[0]!))
+  // One statement, one request.
+  const one = (operation: Operation, sql: string, values: ReadonlyArray<unknown>) =>
+    Effect.map(pool.run(operation, [{ sql, values }]), (results) => results[0])
+  // One short transaction on one connection, as one request where the pool
+  // allows it: the write, then the row read back under the write's lock (it
+  // is there: the store never deletes one), then COMMIT. `Pool.run` destroys
+  // the connection, and with it the open transaction, if anything fails.
+  const transaction = (operation: "acquire" | "renew", write: Pool.Statement, readBack: Pool.Statement) =>
+    Effect.map(
+      pool.run(operation, [{ sql: "START TRANSACTION", values: [] }, write, readBack, { sql: "COMMIT", values: [] }]),
+      (results) => ({ written: results[1], row: rows(results[2])[0] })
+    )
   const bytes = (payload: Uint8Array | null) => payload === null ? null : Buffer.from(payload)
 
-  // The caller's lease row, locked until the transaction ends: its server now
-  // when the caller holds it, nothing (and the transaction rolled back) when not.
-  const guarded = (query: Pool.Query, name: string, identity: string, fence: bigint) =>
-    Effect.flatMap(query(SlotSql.lockLease(table), [identity, fence.toString(), name]), (result) => {
-      const row = rows(result)[0]
-      return row?.["held"] === "1"
-        ? Effect.succeed(Option.some(SlotSql.toNow(row)))
-        : Effect.as(query("ROLLBACK", []), Option.none())
-    })
-  const lostUnless = (name: string, identity: string, fence: bigint) =>
-  <A, E>(effect: Effect.Effect<Option.Option<A>, E>): Effect.Effect<A, E | LeaseLost> =>
-    Effect.flatMap(effect, (found) =>
-      Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(new LeaseLost({ name, identity, fence })))
+  // A slot write is one short transaction, one request where the pool
+  // allows it: the caller's lease row read under FOR UPDATE (its guard and
+  // the server's now; the lock holds a successor's takeover off until the
+  // end), the write, guarded again inside its own statement, then COMMIT.
+  const guarded = (
+    operation: "claimSlot" | "completeSlot",
+    name: string,
+    identity: string,
+    fence: bigint,
+    writes: ReadonlyArray<Pool.Statement>
+  ) =>
+    Effect.flatMap(
+      pool.run(operation, [
+        { sql: "START TRANSACTION", values: [] },
+        { sql: SlotSql.lockLease(table), values: [identity, fence.toString(), name] },
+        ...writes,
+        { sql: "COMMIT", values: [] }
+      ]),
+      (results) => {
+        const lease = rows(results[1])[0]
+        return lease?.["held"] === "1"
+          ? Effect.succeed({ now: SlotSql.toNow(lease), results: results.slice(2) })
+          : Effect.fail(new LeaseLost({ name, identity, fence }))
+      }
+    )
+  const held = (name: string, identity: string, fence: bigint) => [name, identity, fence.toString()]
 
   const slots = (slotTable: string): SlotStore => ({
-    claim: (name, identity, fence, job, at, reclaim) =>
-      transaction("claimSlot", (query) =>
-        Effect.flatMap(guarded(query, name, identity, fence), (held) => {
-          if (Option.isNone(held)) return Effect.succeed(Option.none())
-          const ms = at.getTime().toString()
-          const f = fence.toString()
-          return query(SlotSql.upsert(slotTable), [name, job, ms, f, reclaim, f, reclaim, f, f]).pipe(
-            Effect.zipRight(query(SlotSql.selectSlot(slotTable), [name, job, ms])),
-            Effect.map((result) => {
-              const slot = SlotSql.toSlot(rows(result)[0] ?? {})
-              const claimed = slot !== undefined && slot.fence === fence && slot.completedAt === null
-              return Option.some({ claimed, slot, now: held.value })
-            })
-          )
-        })).pipe(lostUnless(name, identity, fence)),
-    complete: (name, identity, fence, job, at) =>
-      transaction("completeSlot", (query) =>
-        Effect.flatMap(guarded(query, name, identity, fence), (held): Effect.Effect<Option.Option<Date>, StoreError> =>
-          Option.isNone(held) ? Effect.succeed(held) : Effect.flatMap(
-            query(SlotSql.complete(slotTable), [name, job, at.getTime().toString(), fence.toString()]),
-            (result) => affectedRows(result) === 0 ? Effect.as(query("ROLLBACK", []), Option.none()) : Effect.succeed(held)
-          ))).pipe(lostUnless(name, identity, fence)),
-    last: (name, job) =>
-      pool.use("lastSlot", (query) => query(SlotSql.last(slotTable), [name, job])).pipe(
-        Effect.map((result) => {
-          const row = rows(result)[0] ?? {}
-          return { now: SlotSql.toNow(row), slot: SlotSql.toSlot(row) }
+    claim: (name, identity, fence, job, at, reclaim) => {
+      const ms = at.getTime().toString()
+      const f = fence.toString()
+      return guarded("claimSlot", name, identity, fence, [
+        {
+          sql: SlotSql.upsert(slotTable, table),
+          values: [name, job, ms, f, ...held(name, identity, fence), reclaim, f, reclaim, f, f]
+        },
+        { sql: SlotSql.selectSlot(slotTable), values: [name, job, ms] }
+      ]).pipe(
+        Effect.map(({ now, results }) => {
+          const slot = SlotSql.toSlot(rows(results[1])[0] ?? {})
+          return { claimed: slot !== undefined && slot.fence === fence && slot.completedAt === null, slot, now }
         })
       )
+    },
+    complete: (name, identity, fence, job, at) =>
+      guarded("completeSlot", name, identity, fence, [
+        {
+          sql: SlotSql.complete(slotTable, table),
+          values: [name, job, at.getTime().toString(), fence.toString(), ...held(name, identity, fence)]
+        }
+      ]).pipe(
+        Effect.flatMap(({ now, results }) =>
+          affectedRows(results[0]) === 0 ? Effect.fail(new LeaseLost({ name, identity, fence })) : Effect.succeed(now)
+        )
+      ),
+    last: (name, job) =>
+      Effect.map(one("lastSlot", SlotSql.last(slotTable), [name, job]), (result) => {
+        const row = rows(result)[0] ?? {}
+        return { now: SlotSql.toNow(row), slot: SlotSql.toSlot(row) }
+      })
   })
 
   return limits.enforce<MysqlStore>({
     table,
     slotTable: Option.getOrUndefined(slotTable),
-    ensureSchema: pool.use("ensureSchema", (query) =>
-      Effect.zipRight(
-        query(Sql.createTable(table), []),
-        Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => query(SlotSql.createTable(name), []) })
-      )).pipe(Effect.asVoid),
+    ensureSchema: Effect.zipRight(
+      one("ensureSchema", Sql.createTable(table), []),
+      Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => one("ensureSchema", SlotSql.createTable(name), []) })
+    ).pipe(Effect.asVoid),
     ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slots(name) }) }),
     acquire: (name, identity, ttl, payload) =>
-      transaction("acquire", (query) =>
-        Effect.zipRight(
-          query(Sql.upsert(table), [
+      Effect.map(
+        transaction("acquire", {
+          sql: Sql.upsert(table),
+          values: [
             name,
             identity,
             micros(ttl),
@@ -416,37 +435,34 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
             identity,
             identity,
             micros(ttl)
-          ]),
-          readBack(query, Sql.selectAfterUpsert(table), [identity, name], name)
-        )),
-    renew: (name, identity, fence, ttl, payload) =>
-      transaction("renew", (query) =>
-        Effect.flatMap(
-          query(Sql.renew(table), [bytes(payload), micros(ttl), name, identity, fence.toString()]),
-          (result) =>
-            affectedRows(result) === 0
-              ? Effect.as(query("ROLLBACK", []), Option.none())
-              : Effect.map(readBack(query, Sql.selectAfterRenew(table), [name], name), Option.some)
-        )).pipe(
-          Effect.flatMap(Option.match({
-            onNone: () => Effect.fail(new LeaseLost({ name, identity, fence })),
-            onSome: Effect.succeed
-          }))
-        ),
-    release: (name, identity, fence) =>
-      pool.use("release", (query) => query(Sql.release(table), [name, identity, fence.toString()])).pipe(
-        Effect.asVoid
+          ]
+        }, { sql: Sql.selectAfterUpsert(table), values: [identity, name] }),
+        ({ row }) => Sql.toLease(name, row!)
       ),
+    renew: (name, identity, fence, ttl, payload) =>
+      // The read-back of a renewal that matched nothing reads someone else's
+      // row, or none: it is not decoded. Committing a write that changed
+      // nothing is harmless.
+      transaction(
+        "renew",
+        { sql: Sql.renew(table), values: [bytes(payload), micros(ttl), name, identity, fence.toString()] },
+        { sql: Sql.selectAfterRenew(table), values: [name] }
+      ).pipe(
+        Effect.flatMap(({ row, written }) =>
+          affectedRows(written) === 0
+            ? Effect.fail(new LeaseLost({ name, identity, fence }))
+            : Effect.succeed(Sql.toLease(name, row!))
+        )
+      ),
+    release: (name, identity, fence) => Effect.asVoid(one("release", Sql.release(table), [name, identity, fence.toString()])),
     inspect: (name) =>
-      pool.use("inspect", (query) => query(Sql.inspect(table), [name])).pipe(
+      one("inspect", Sql.inspect(table), [name]).pipe(
         Effect.flatMap((result) => {
           const row = rows(result)[0]
           return row === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(Sql.toLease(name, row))
         })
       ),
-    list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
-      Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
-    )
+    list: Effect.map(one("inspect", Sql.list(table), []), (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
   })
 }
 
@@ -542,7 +558,8 @@ const makeOwningPool = (
         // The statements rely on these; a caller's poolConfig must not undo them.
         charset: "UTF8MB4_GENERAL_CI",
         flags: ["FOUND_ROWS"],
-        multipleStatements: false,
+        // One request per transaction: one round trip per operation.
+        multipleStatements: true,
         typeCast: true
       }, timeout)))
 

@@ -34,17 +34,26 @@ export const lockLease = (leases: string): string =>
   `SELECT CAST(holder = ? AND fence = CAST(? AS SIGNED) AND expires_at > ${now} AS CHAR) AS held, ` +
   `${micros(now)} AS now_us FROM ${leases} WHERE name = ? FOR UPDATE`
 
+/** The caller's lease is held, as a condition. Parameters: name, identity, fence. */
+const holds = (leases: string) =>
+  `EXISTS (SELECT 1 FROM ${leases} WHERE name = ? AND holder = ? AND fence = CAST(? AS SIGNED) AND expires_at > ${now})`
+
 /**
- * Inserts the slot under the caller's fence; an existing one is taken over
- * only for a reclaim of a run an older term never completed. `fence` is
- * assigned last, so both conditions read the old row under either
- * assignment order. Parameters: name, job, instant ms, fence, then the
- * condition's (reclaim, fence) twice, then fence.
+ * Inserts the slot under the caller's fence, only while the caller holds the
+ * lease; an existing one is taken over only for a reclaim of a run an older
+ * term never completed. The inserted values come from a derived table whose
+ * column names differ from the slot table's, so that the update's names are
+ * the slot row's. `fence` is assigned last, so both conditions read the old
+ * row under either assignment order. Parameters: name, job, instant ms,
+ * fence, the guard's (name, identity, fence), then the condition's
+ * (reclaim, fence) twice, then fence.
  */
-export const upsert = (slots: string): string => {
+export const upsert = (slots: string, leases: string): string => {
   const reclaims = "completed_at IS NULL AND ? AND fence < CAST(? AS SIGNED)"
   return `INSERT INTO ${slots} (name, job, slot_ms, fence, started_at, completed_at) ` +
-    `VALUES (?, ?, CAST(? AS SIGNED), CAST(? AS SIGNED), ${now}, NULL) ON DUPLICATE KEY UPDATE ` +
+    `SELECT v_name, v_job, v_slot, v_fence, ${now}, NULL FROM (SELECT ? AS v_name, ? AS v_job, ` +
+    `CAST(? AS SIGNED) AS v_slot, CAST(? AS SIGNED) AS v_fence) AS v WHERE ${holds(leases)} ` +
+    `ON DUPLICATE KEY UPDATE ` +
     `started_at = IF(${reclaims}, ${now}, started_at), ` +
     `fence = IF(${reclaims}, CAST(? AS SIGNED), fence)`
 }
@@ -58,10 +67,10 @@ const slotColumns = (alias: string): string =>
 export const selectSlot = (slots: string): string =>
   `SELECT ${slotColumns("s")} FROM ${slots} AS s WHERE name = ? AND job = ? AND slot_ms = CAST(? AS SIGNED) FOR UPDATE`
 
-/** Parameters: name, job, instant ms, fence. */
-export const complete = (slots: string): string =>
+/** Parameters: name, job, instant ms, fence, the guard's (name, identity, fence). */
+export const complete = (slots: string, leases: string): string =>
   `UPDATE ${slots} SET completed_at = IFNULL(completed_at, ${now}) ` +
-  `WHERE name = ? AND job = ? AND slot_ms = CAST(? AS SIGNED) AND fence = CAST(? AS SIGNED)`
+  `WHERE name = ? AND job = ? AND slot_ms = CAST(? AS SIGNED) AND fence = CAST(? AS SIGNED) AND ${holds(leases)}`
 
 /** The job's latest slot, if any, with the server's now. Parameters: name, job. */
 export const last = (slots: string): string =>
