@@ -78,6 +78,20 @@ const shed = (result: Either.Either<unknown, unknown>): boolean =>
   (result.left.cause as { readonly _tag?: string } | undefined)?._tag === "Saturated"
 
 describe.each(targets)("%s store past its capacity", (label, target) => {
+  it.scopedLive("closing the store while a silent connection is still out does not wait for it", () =>
+    Effect.gen(function*() {
+      const proxy = yield* proxyScoped({ targetPort: target.port })
+      const name = uniqueName("overload-close")
+      const closed = yield* Effect.gen(function*() {
+        const store = yield* Effect.map(Layer.build(target.store(proxy, 1)), Context.get(Store.Store))
+        const held = yield* store.acquire(name, "a", lease, null)
+        proxy.setMode(Mode.sinkhole)
+        // Gives up at its deadline; its connection stays out, waiting for an answer that never comes.
+        yield* Effect.flip(store.renew(name, "a", held.fence, lease, null))
+      }).pipe(Effect.scoped, Effect.timeout("5 seconds"), Effect.option)
+      expect(closed._tag).toBe("Some")
+    }), 30_000)
+
   it.scopedLive("a connection that opens after its caller gave up goes into the pool, not away", () =>
     Effect.gen(function*() {
       const proxy = yield* proxyScoped({ targetPort: target.port })

@@ -4,7 +4,7 @@
  *
  *   tsx test/soak/cli.ts [--paths pg,pgbouncer,mariadb] [--scenarios soak,frozen,...]
  *
- * SOAK_SECONDS (default 45) sizes the randomised soak; the other scenarios
+ * SOAK_SECONDS (default 20) sizes the randomised soak; the other scenarios
  * take at most a minute of it. SOAK_SEED (default 1) replays a run.
  * SOAK_JSON=file writes the results as JSON; SOAK_KEEP_LOGS=1 keeps the
  * participants' logs (they are kept anyway when a check fails). Exits 1 on
@@ -42,7 +42,7 @@ const wanted = list(arg("scenarios"), ["soak", "frozen", "rolling", "churn", "ex
   if (name === undefined) throw new Error(`unknown scenario ${k}: ${Object.keys(keys).join(", ")}`)
   return name
 })
-const seconds = Number(process.env["SOAK_SECONDS"] ?? 45)
+const seconds = Number(process.env["SOAK_SECONDS"] ?? 20)
 const seed = Number(process.env["SOAK_SEED"] ?? 1)
 if (!fs.existsSync(new URL("../../dist/Elector.js", import.meta.url))) {
   throw new Error("no dist/: run `npm run build` first (npm run test:soak does)")

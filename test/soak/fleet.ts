@@ -103,7 +103,7 @@ export class Fleet {
     child.once("exit", (code, signal) => {
       member.exited = true
       if (!member.expectedExit) {
-        this.processEvents.push({ id, k: "died", t: nowUs() })
+        this.note({ id, k: "died", t: nowUs() })
         process.stderr.write(`participant ${id} exited on its own (${code ?? signal}):\n${stderr}\n`)
       }
     })
@@ -122,7 +122,13 @@ export class Fleet {
   }
 
   private record(member: Member, k: ProcessEvent["k"]): void {
-    this.processEvents.push({ id: member.id, k, t: nowUs() })
+    this.note({ id: member.id, k, t: nowUs() })
+  }
+
+  /** Kept in memory for the oracle and in runner.jsonl next to the participants' logs. */
+  private note(event: ProcessEvent): void {
+    this.processEvents.push(event)
+    fs.appendFileSync(path.join(this.options.dir, "runner.jsonl"), `${JSON.stringify(event)}\n`)
   }
 
   private running(slot: string): Member {

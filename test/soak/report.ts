@@ -49,7 +49,8 @@ export const table = (results: ReadonlyArray<Result>): string => {
     "frozen-leader window",
     "leaderless per restart (ms)",
     "memory growth (heap after GC)",
-    "DB conns max"
+    "DB conns max",
+    "max step gap (ms)"
   ]
   const rows = results.map((r) => [
     r.scenario,
@@ -63,7 +64,8 @@ export const table = (results: ReadonlyArray<Result>): string => {
     wakes(r),
     leaderless(r),
     memory(r),
-    fmt(r.resources.dbConnectionsMax)
+    fmt(r.resources.dbConnectionsMax),
+    String(r.maxStepGapMs)
   ])
   return [header, header.map(() => "---"), ...rows].map((cells) => `| ${cells.join(" | ")} |`).join("\n")
 }

@@ -85,6 +85,12 @@ export interface Result {
   readonly wakes: ReadonlyArray<{ readonly windowMs: number; readonly steps: number; readonly frozenMs: number }>
   readonly leaderless: ReadonlyArray<{ readonly label: string; readonly ms: number }>
   readonly resources: Resources
+  /**
+   * The longest pause between two steps of a leader's work (10 ms apart when
+   * the process runs), frozen spells excluded: how long the machine's load
+   * kept a participant's event loop from running.
+   */
+  readonly maxStepGapMs: number
   readonly notes: Record<string, string | number>
 }
 
@@ -262,6 +268,20 @@ export const runScenario = async (backend: Backend, scenario: Scenario, options:
     return disturbed ? [] : [(successor.from - crash.t) / 1000]
   })
 
+  let maxStepGapMs = 0
+  for (const log of fleet.logs()) {
+    const frozen = analysis.terms.filter((t) => t.id === log.id).flatMap((t) => t.frozen)
+    let previous: { readonly f: string; readonly t1: number } | undefined
+    for (const event of log.events) {
+      if (event.e !== "act") continue
+      const last = previous
+      if (last?.f === event.f && !frozen.some(([a, b]) => a < event.t0 && b > last.t1)) {
+        maxStepGapMs = Math.max(maxStepGapMs, (event.t0 - last.t1) / 1000)
+      }
+      previous = event
+    }
+  }
+
   const res = resources(ctx, dbSamples)
   if (res.heapMbPerHour !== undefined && res.heapMbPerHour > thresholds.heapMbPerHour) {
     failures.push(`heap grows ${res.heapMbPerHour.toFixed(1)} MB/h (threshold ${thresholds.heapMbPerHour})`)
@@ -303,6 +323,7 @@ export const runScenario = async (backend: Backend, scenario: Scenario, options:
       ms: Math.round((w.to - w.from - ledWithin(analysis, w.from, w.to)) / 1000)
     })),
     resources: res,
+    maxStepGapMs: Math.round(maxStepGapMs),
     notes: ctx.notes
   }
 }

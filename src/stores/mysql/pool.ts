@@ -128,7 +128,15 @@ export const make = (options: Mysql.PoolOptions, timeout: Duration.Duration): Ef
   Effect.map(
     Effect.acquireRelease(
       Effect.sync(() => Driver.Mysql.createPool(options)),
-      (pool) => Effect.async<void>((resume) => pool.end(() => resume(Effect.void)))
+      // mysql2 ends every connection, one still waiting for a late answer
+      // included, and waits for each to say goodbye: a silent one never does.
+      // The store stops waiting at the timeout; that connection is destroyed
+      // when its grace ends.
+      (pool) =>
+        Effect.async<void>((resume) => pool.end(() => resume(Effect.void))).pipe(
+          Effect.interruptible,
+          Effect.timeoutOption(timeout)
+        )
     ),
     (pool) => fromPool(pool, timeout)
   )
