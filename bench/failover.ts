@@ -4,7 +4,9 @@
  *
  * - crash: the leader stops without releasing (disableRelease), so a
  *   successor must wait for the lease to expire in the database;
- * - clean: the leader shuts down and releases, so the next poll claims it.
+ * - clean: the leader shuts down and releases, so the next poll claims it;
+ * - resign: the leader resigns (and stays out for its hold-off), so the next
+ *   poll of another participant claims it.
  *
  * Failover is measured from the instant the leader is stopped to the
  * successor's onStartedLeading, on one monotonic clock. Each loss lands at a
@@ -35,7 +37,7 @@ const main = async (): Promise<void> => {
         Object.entries(timing).map(([k, v]) => `${k} ${Duration.format(v)}`).join(", ") +
         `, safetyMargin 1s (default); ${runs} runs each`
     )
-    for (const mode of ["crash", "clean"] as const) {
+    for (const mode of ["crash", "clean", "resign"] as const) {
       const samples: Array<number> = []
       for (let i = 0; i < runs; i++) {
         const fleet = await startFleet(topology, { disableRelease: mode === "crash" })
@@ -43,7 +45,8 @@ const main = async (): Promise<void> => {
           const leader = await fleet.leaderWithin(15_000)
           await sleep(1_000 + Math.random() * Duration.toMillis(timing.renewInterval))
           const at = performance.now()
-          await fleet.stop(leader.id)
+          if (mode === "resign") await fleet.resign(leader.id)
+          else await fleet.stop(leader.id)
           const next = await fleet.nextTerm(at, 15_000, leader.id)
           samples.push(next.start - at)
         } finally {
@@ -54,7 +57,7 @@ const main = async (): Promise<void> => {
       }
       const sorted = [...samples].sort((a, b) => a - b)
       console.log(
-        `${mode.padEnd(5)} (${mode === "crash" ? "no release" : "release"}): median ${seconds(percentile(sorted, 50))}, ` +
+        `${mode.padEnd(6)} (${mode === "crash" ? "no release" : "release"}): median ${seconds(percentile(sorted, 50))}, ` +
           `p95 ${seconds(percentile(sorted, 95))}, min ${seconds(sorted[0] ?? Number.NaN)}, max ${
             seconds(sorted.at(-1) ?? Number.NaN)
           }`

@@ -51,6 +51,7 @@ import type { Store, StoreError } from "./Store.js"
  * | `disableRelease` | false |
  * | `onWorkFailure` | `"stepDown"` |
  * | `workFailureBackoff` | leaseDuration |
+ * | `resignHoldOff` | leaseDuration |
  * | `failFast` | false |
  *
  * Limits, checked by `validate`, `make` and `layer` (an `InvalidConfig`
@@ -102,6 +103,12 @@ export interface ElectorConfig {
   readonly onWorkFailure?: "stepDown" | "keepLeading" | undefined
   /** After a term ended because its work failed, how long to wait before claiming again. */
   readonly workFailureBackoff?: Duration.DurationInput | undefined
+  /**
+   * After `resign`, how long this participant stays out of the election:
+   * it neither claims nor, with a `priority`, stands as a candidate, so that
+   * another participant takes over.
+   */
+  readonly resignHoldOff?: Duration.DurationInput | undefined
   /**
    * When the first store call fails with a fatal `StoreError` (bad
    * credentials, missing table, no privilege), fail `ready`, and with it the
@@ -156,6 +163,7 @@ export interface ResolvedConfig {
   readonly disableRelease: boolean
   readonly onWorkFailure: "stepDown" | "keepLeading"
   readonly workFailureBackoff: Duration.Duration
+  readonly resignHoldOff: Duration.Duration
   readonly failFast: boolean
 }
 
@@ -218,6 +226,16 @@ export interface ElectorShape {
   readonly ready: Effect.Effect<void, StoreError>
   /** Waits for a term (the current one, if leading) and returns it. */
   readonly leadership: Effect.Effect<LeadershipShape>
+  /**
+   * Hands leadership over, as an operator does before draining a node: ends
+   * the current term now (step-down reason `resigned`) and keeps this
+   * participant out of the election for `resignHoldOff`, so that another one
+   * takes over. Completes once the term has ended: its work interrupted, its
+   * finalizers run, the lease released (or the release given up after
+   * `operationTimeout`). Not leading, it only starts the hold-off; a claim in
+   * flight that wins meanwhile is given up at once, never led under.
+   */
+  readonly resign: Effect.Effect<void>
 }
 
 /**

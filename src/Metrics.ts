@@ -83,12 +83,13 @@ export const renewLatency = Metric.timerWithBoundaries(
  * - `expired`: the local deadline passed before a renewal confirmed the lease;
  * - `lost`: a renewal found the lease held by someone else, or gone;
  * - `shutdown`: the elector was stopped;
- * - `failed`: the term's work failed (`onWorkFailure: "stepDown"`, the default).
+ * - `failed`: the term's work failed (`onWorkFailure: "stepDown"`, the default);
+ * - `resigned`: `resign` was called.
  *
  * @since 0.1.0
  * @category models
  */
-export type StepDownReason = "expired" | "lost" | "shutdown" | "failed"
+export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resigned"
 
 /**
  * Terms ended, tagged with `reason` ({@link StepDownReason}).
@@ -104,7 +105,7 @@ export type StepDownReason = "expired" | "lost" | "shutdown" | "failed"
  * ```
  */
 export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
-  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed)",
+  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed, resigned)",
   incremental: true
 })
 

@@ -40,6 +40,7 @@ type DurationField =
   | "operationTimeout"
   | "safetyMargin"
   | "workFailureBackoff"
+  | "resignHoldOff"
 
 /** The fields a config may carry, each refused with its name when it has the wrong type. */
 const optional = (
@@ -117,6 +118,7 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, In
       })
     }
     const workFailureBackoff = yield* duration("workFailureBackoff", leaseDuration)
+    const resignHoldOff = yield* duration("resignHoldOff", leaseDuration)
     yield* optional("failFast", config.failFast, Predicate.isBoolean, "a boolean")
     return {
       name,
@@ -131,6 +133,7 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, In
       disableRelease: config.disableRelease ?? false,
       onWorkFailure,
       workFailureBackoff,
+      resignHoldOff,
       failFast: config.failFast ?? false
     }
   })

@@ -41,6 +41,8 @@ interface Term {
   readonly work: Scope.CloseableScope
   /** Completed with the reason the term must end, by whichever notices first. */
   readonly stop: Deferred.Deferred<StepDown>
+  /** Completed once the term has fully ended: work stopped, finalizers run, lease released. */
+  readonly ended: Deferred.Deferred<void>
 }
 
 interface Observed {
@@ -58,7 +60,7 @@ interface State {
 }
 
 /** Why a term ended, other than shutdown. */
-type StepDown = "expired" | "lost" | "failed"
+type StepDown = "expired" | "lost" | "failed" | "resigned"
 
 /** How many advisory callbacks may wait for the ones ahead of them. */
 const adviceLimit = 64
@@ -332,12 +334,17 @@ export const make = (
 
     // The highest fence any term of this participant has used.
     let ledUnder = -1n
+    // The term that has started and not yet fully ended.
+    let active: Term | undefined
+    // Local monotonic nanoseconds until which this participant stays out of the election.
+    let heldOffUntil = 0n
 
     const startTerm = (fence: bigint, deadline: bigint) =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
         const work = yield* Scope.make()
         const stop = yield* Deferred.make<StepDown>()
+        const ended = yield* Deferred.make<void>()
         // Work that fails or dies ends the term (unless told to keep
         // leading): a leader whose work is dead would otherwise hold the
         // lease while doing nothing. Interruption is how a term ends, not a
@@ -364,8 +371,9 @@ export const make = (
           isLeader: Effect.map(current, Option.exists((term) => term.fence === fence)),
           fork: (effect) => fork("work", effect)
         }
-        const term: Term = { fence, deadline, leadership, scope, work, stop }
+        const term: Term = { fence, deadline, leadership, scope, work, stop, ended }
         ledUnder = fence
+        active = term
         yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.some(term) }))
         yield* instrumentation.termStarted
         yield* Effect.logInfo(`started leading under fence ${fence}`)
@@ -435,6 +443,8 @@ export const make = (
         // release goes ahead.
         yield* contain("finalizer", () => Scope.close(term.scope, Exit.void))
         if (reason !== "lost" && !(reason === "shutdown" && config.disableRelease)) yield* releaseLease(term.fence)
+        active = undefined
+        yield* Deferred.succeed(term.ended, undefined)
         const onStoppedLeading = input.onStoppedLeading
         if (onStoppedLeading !== undefined) yield* advise("onStoppedLeading", () => onStoppedLeading)
       })
@@ -475,6 +485,11 @@ export const make = (
         yield* releaseLease(lease.fence)
         return yield* pause
       }
+      // Won, but resigned while the claim was in flight.
+      if ((yield* nowNanos) < heldOffUntil) {
+        yield* releaseLease(lease.fence)
+        return
+      }
       const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
       // Won, but with too little time left to prove it: the next poll gives it up.
       if (deadline <= (yield* nowNanos)) return yield* pause
@@ -484,6 +499,9 @@ export const make = (
     })
 
     const poll = Effect.gen(function*() {
+      // Resigned: out of the election until the hold-off ends (a second resign extends it).
+      let wait: bigint
+      while ((wait = heldOffUntil - (yield* nowNanos)) > 0n) yield* clock.sleep(Duration.nanos(wait))
       const seen = yield* Effect.either(call("inspect", store.inspect(name)))
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
         yield* failed(seen.left)
@@ -532,8 +550,17 @@ export const make = (
       Effect.orDie
     )
 
+    const resign = Effect.gen(function*() {
+      heldOffUntil = (yield* nowNanos) + Duration.unsafeToNanos(config.resignHoldOff)
+      const term = active
+      if (term === undefined) return
+      yield* Deferred.succeed(term.stop, "resigned")
+      yield* Deferred.await(term.ended)
+    })
+
     return {
       config,
+      resign,
       isLeader: Effect.map(current, Option.isSome),
       fence: Effect.map(current, Option.map((term) => term.fence)),
       status: Effect.flatMap(SubscriptionRef.get(state), snapshot),
