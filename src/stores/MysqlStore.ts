@@ -66,7 +66,7 @@ import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
 import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
-import { LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
+import { type Candidate, LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import * as classifier from "./mysql/classify.js"
 import * as Driver from "./mysql/driver.js"
@@ -117,6 +117,11 @@ export interface MysqlStoreOptions {
   readonly schema?: string | undefined
   /** The table. Defaults to {@link defaultTable}. */
   readonly table?: string | undefined
+  /**
+   * The candidates' table (see `Store.advertise`), in the same database.
+   * Defaults to the table's name with {@link candidatesSuffix}.
+   */
+  readonly candidatesTable?: string | undefined
   /**
    * Bounds every call, waiting for a connection included. On expiry the call
    * fails with a retryable `StoreError` and its connection is destroyed,
@@ -181,19 +186,43 @@ export interface MysqlStore extends StoreShape {
    * report the `inspect` operation.
    */
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
+  /**
+   * Every live candidate of every election (see `Store.advertise`), by
+   * election, highest priority first: for operators. Read-only; its errors
+   * report the `inspect` operation.
+   */
+  readonly candidates: Effect.Effect<ReadonlyArray<Candidate & { readonly name: string }>, StoreError>
+  readonly advertise: NonNullable<StoreShape["advertise"]>
+  readonly withdraw: NonNullable<StoreShape["withdraw"]>
 }
 
 const quoteField = (field: string, name: string): Either.Either<string, InvalidConfig> =>
   Either.mapLeft(identifier.quoteChecked(name), (reason) => new InvalidConfig({ field, reason }))
 
-const qualifiedTable = (schemaName: string | undefined, table: string): Either.Either<string, InvalidConfig> =>
-  Either.flatMap(quoteField("table", table), (quotedTable) =>
+/**
+ * What the name of the candidates' table adds to the table's by default:
+ * `leader_election_candidates`. Set `candidatesTable` when the table's name
+ * leaves no room for it within 64 characters.
+ *
+ * @since 0.3.0
+ * @category schema
+ */
+export const candidatesSuffix = "_candidates"
+
+const qualifiedTable = (
+  schemaName: string | undefined,
+  table: string,
+  field: "table" | "candidatesTable" = "table"
+): Either.Either<string, InvalidConfig> =>
+  Either.flatMap(quoteField(field, table), (quotedTable) =>
     schemaName === undefined || schemaName === ""
       ? Either.right(quotedTable)
       : Either.map(quoteField("schema", schemaName), (quotedSchema) => `${quotedSchema}.${quotedTable}`))
 
+
 /**
- * The DDL of the store's table, for deployments that withhold DDL rights
+ * The DDL of the store's table (`ensureSchema` also runs
+ * {@link candidatesSchema}), for deployments that withhold DDL rights
  * from the application and run migrations instead. An empty `schemaName`
  * means the connection's database. Names are validated and quoted.
  *
@@ -210,6 +239,23 @@ const qualifiedTable = (schemaName: string | undefined, table: string): Either.E
  */
 export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedTable(schemaName, table), Sql.createTable)
+
+/**
+ * The DDL of the candidates' table (see `Store.advertise`), the other
+ * statement `ensureSchema` runs.
+ *
+ * @since 0.3.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const ddl = MysqlStore.candidatesSchema("", MysqlStore.defaultTable + MysqlStore.candidatesSuffix)
+ * ```
+ */
+export const candidatesSchema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedTable(schemaName, table, "candidatesTable"), Sql.createCandidatesTable)
 
 /**
  * Quotes a MySQL identifier: backticks around it, embedded backticks
@@ -299,11 +345,11 @@ const affectedRows = (result: unknown): number =>
   Predicate.isRecord(result) && typeof result["affectedRows"] === "number" ? result["affectedRows"] : 0
 
 /** The store's operations on `pool`, for the already quoted `table`. */
-const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
+const storeOn = (pool: Pool.Pool, table: string, candidates: string): MysqlStore => {
   // One short transaction on one connection; `Pool.use` destroys the
   // connection, and with it the open transaction, if anything fails.
   const transaction = <A>(
-    operation: "acquire" | "renew",
+    operation: "acquire" | "renew" | "advertise",
     body: (query: Pool.Query) => Effect.Effect<A, StoreError>
   ) =>
     pool.use(operation, (query) =>
@@ -321,7 +367,10 @@ const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
 
   return limits.enforce<MysqlStore>({
     table,
-    ensureSchema: pool.use("ensureSchema", (query) => query(Sql.createTable(table), [])).pipe(Effect.asVoid),
+    ensureSchema: pool.use(
+      "ensureSchema",
+      (query) => Effect.zipRight(query(Sql.createTable(table), []), query(Sql.createCandidatesTable(candidates), []))
+    ).pipe(Effect.asVoid),
     acquire: (name, identity, ttl, payload) =>
       transaction("acquire", (query) =>
         Effect.zipRight(
@@ -366,6 +415,21 @@ const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
       ),
     list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
       Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
+    ),
+    advertise: (name, identity, { priority, version }, ttl) =>
+      transaction("advertise", (query) =>
+        Effect.gen(function*() {
+          yield* query(Sql.collectCandidates(candidates), [name, identity, micros(ttl)])
+          yield* query(Sql.advertise(candidates), [name, identity, priority, version, micros(ttl), priority, version, micros(ttl)])
+          return rows(yield* query(Sql.liveCandidates(candidates), [name])).map((row) => {
+            const { name: _, ...candidate } = Sql.toCandidate(row)
+            return candidate
+          })
+        })),
+    withdraw: (name, identity) =>
+      pool.use("withdraw", (query) => query(Sql.withdraw(candidates), [name, identity])).pipe(Effect.asVoid),
+    candidates: pool.use("inspect", (query) => query(Sql.allCandidates(candidates), [])).pipe(
+      Effect.map((result) => rows(result).map(Sql.toCandidate))
     )
   })
 }
@@ -376,9 +440,15 @@ const build = <E, R>(
   open: (timeout: Duration.Duration) => Effect.Effect<Pool.Pool, E, R>
 ): Effect.Effect<MysqlStore, InvalidConfig | StoreError | E, R> =>
   Effect.gen(function*() {
-    const table = yield* qualifiedTable(options.schema, options.table ?? defaultTable)
+    const tableName = options.table ?? defaultTable
+    const table = yield* qualifiedTable(options.schema, tableName)
+    const candidates = yield* qualifiedTable(
+      options.schema,
+      options.candidatesTable ?? tableName + candidatesSuffix,
+      "candidatesTable"
+    )
     const timeout = yield* SqlStore.operationTimeout(options)
-    return storeOn(yield* open(timeout), table)
+    return storeOn(yield* open(timeout), table, candidates)
   }).pipe(SqlStore.withSchema(options))
 
 /**

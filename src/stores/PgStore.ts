@@ -37,13 +37,21 @@ import type { Pool, PoolConfig } from "pg"
 import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
-import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
+import {
+  type Candidate,
+  LeaseLost,
+  NoLease,
+  type Operation,
+  Store,
+  type StoreError,
+  type StoreShape
+} from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import { toStoreError } from "./pg/classify.js"
 import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
 import { Pg } from "./pg/driver.js"
 import { type Param, query, type Row } from "./pg/query.js"
-import { ddl, statements } from "./pg/sql.js"
+import { candidatesDdl, ddl, statements } from "./pg/sql.js"
 
 export {
   /**
@@ -127,6 +135,11 @@ export interface PgStoreOptions {
   /** Defaults to {@link defaultTable}. */
   readonly table?: string | undefined
   /**
+   * The candidates' table (see `Store.advertise`), in the same schema.
+   * Defaults to the table's name with {@link candidatesSuffix}.
+   */
+  readonly candidatesTable?: string | undefined
+  /**
    * Bounds every statement, connecting included. On expiry the call fails
    * with a retryable `StoreError` and its connection is destroyed. Defaults
    * to 3 seconds, the elector's default operation timeout.
@@ -164,16 +177,39 @@ export interface PgStore extends StoreShape {
    * `inspect` operation.
    */
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
+  /**
+   * Every live candidate of every election (see `Store.advertise`), by
+   * election, highest priority first: for operators. Read-only; its errors
+   * report the `inspect` operation.
+   */
+  readonly candidates: Effect.Effect<ReadonlyArray<Candidate & { readonly name: string }>, StoreError>
+  readonly advertise: NonNullable<StoreShape["advertise"]>
+  readonly withdraw: NonNullable<StoreShape["withdraw"]>
 }
 
-const qualifiedName = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
+/**
+ * What the name of the candidates' table adds to the table's by default:
+ * `leader_election_candidates`. Set `candidatesTable` when the table's name
+ * leaves no room for it within PostgreSQL's 63 bytes.
+ *
+ * @since 0.3.0
+ * @category schema
+ */
+export const candidatesSuffix = "_candidates"
+
+const qualifiedName = (
+  schemaName: string,
+  table: string,
+  field: "table" | "candidatesTable" = "table"
+): Either.Either<string, InvalidConfig> =>
   Either.all([
     schemaName === "" ? Either.right("") : Either.map(validateIdentifier("schema", schemaName), quoteIdentifier),
-    Either.map(validateIdentifier("table", table), quoteIdentifier)
+    Either.map(validateIdentifier(field, table), quoteIdentifier)
   ]).pipe(Either.map(([s, t]) => s === "" ? t : `${s}.${t}`))
 
 /**
- * The DDL for the table: what {@link PgStore.ensureSchema} runs, for
+ * The DDL for the table: what {@link PgStore.ensureSchema} runs (with
+ * {@link candidatesSchema}), for
  * deployments that apply DDL through their own migration tool. An empty
  * `schemaName` leaves the table unqualified. Keep the `fillfactor`: the row is
  * rewritten on every renewal, and the free space keeps those updates HOT.
@@ -190,6 +226,23 @@ const qualifiedName = (schemaName: string, table: string): Either.Either<string,
  */
 export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedName(schemaName, table), ddl)
+
+/**
+ * The DDL for the candidates' table (see `Store.advertise`), the other
+ * statement {@link PgStore.ensureSchema} runs.
+ *
+ * @since 0.3.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const statement = Either.getOrThrow(PgStore.candidatesSchema("", PgStore.defaultTable + PgStore.candidatesSuffix))
+ * ```
+ */
+export const candidatesSchema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedName(schemaName, table, "candidatesTable"), candidatesDdl)
 
 /** Each store names its own error; the checks are shared. */
 const microseconds = (ttl: Duration.Duration): string => (Duration.unsafeToNanos(ttl) / 1000n).toString()
@@ -212,6 +265,14 @@ const toLease = (row: Row): Lease => {
     now: new Date(Number(text(row, "now")))
   }
 }
+
+const toCandidate = (row: Row): Candidate => ({
+  identity: text(row, "identity"),
+  priority: Number(text(row, "priority")),
+  version: row["version"] ?? null,
+  aliveFor: Duration.millis(Number(text(row, "alive_for"))),
+  ttl: Duration.millis(Number(text(row, "ttl")))
+})
 
 /** Errors a concurrent `CREATE TABLE IF NOT EXISTS` raises when another replica won the race. */
 const lostCreateRace = (error: StoreError): boolean =>
@@ -253,9 +314,15 @@ const lostCreateRace = (error: StoreError): boolean =>
  */
 export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, InvalidConfig | StoreError> =>
   Effect.gen(function*() {
-    const table = yield* qualifiedName(options.schema ?? "", options.table ?? defaultTable)
+    const tableName = options.table ?? defaultTable
+    const table = yield* qualifiedName(options.schema ?? "", tableName)
+    const candidates = yield* qualifiedName(
+      options.schema ?? "",
+      options.candidatesTable ?? tableName + candidatesSuffix,
+      "candidatesTable"
+    )
     const timeout = yield* SqlStore.operationTimeout(options)
-    const sql = statements(table)
+    const sql = statements(table, candidates)
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
       query(pool, statement, values).pipe(
         Effect.mapError((error) => toStoreError(operation, error)),
@@ -263,7 +330,7 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
       )
     return limits.enforce<PgStore>({
       table,
-      ensureSchema: run("ensureSchema", ddl(table), []).pipe(
+      ensureSchema: run("ensureSchema", `${ddl(table)}\n${candidatesDdl(candidates)}`, []).pipe(
         Effect.catchIf(lostCreateRace, () => Effect.void),
         Effect.asVoid
       ),
@@ -287,7 +354,17 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
             result.rows[0] === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(toLease(result.rows[0]))
           )
         ),
-      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease))
+      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
+      advertise: (name, identity, { priority, version }, ttl) =>
+        Effect.map(
+          run("advertise", sql.advertise, [name, identity, String(priority), microseconds(ttl), version]),
+          (result) => result.rows.map(toCandidate)
+        ),
+      withdraw: (name, identity) => Effect.asVoid(run("withdraw", sql.withdraw, [name, identity])),
+      candidates: Effect.map(
+        run("inspect", sql.candidates, []),
+        (result) => result.rows.map((row) => ({ name: text(row, "name"), ...toCandidate(row) }))
+      )
     })
   }).pipe(SqlStore.withSchema(options))
 
