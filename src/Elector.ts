@@ -35,7 +35,7 @@ import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
 import * as statusJson from "./internal/status.js"
 import { Leadership, type LeadershipShape } from "./Leadership.js"
-import type { Store, StoreError } from "./Store.js"
+import type { Candidacy, Store, StoreError } from "./Store.js"
 
 /**
  * What a participant asks for. Every field but `name` has a default.
@@ -52,6 +52,9 @@ import type { Store, StoreError } from "./Store.js"
  * | `onWorkFailure` | `"stepDown"` |
  * | `workFailureBackoff` | leaseDuration |
  * | `resignHoldOff` | leaseDuration |
+ * | `priority`, `version` | none: not a candidate |
+ * | `versionPolicy` | `"newer"` |
+ * | `preemptAfter` | 2 × leaseDuration |
  * | `failFast` | false |
  *
  * Limits, checked by `validate`, `make` and `layer` (an `InvalidConfig`
@@ -110,6 +113,36 @@ export interface ElectorConfig {
    */
   readonly resignHoldOff?: Duration.DurationInput | undefined
   /**
+   * Opt-in preferred leaders. With a `priority` (an integer, higher
+   * preferred; default 0 when only `version` is set) or a `version`, this
+   * participant stands as a candidate: it advertises itself in the store
+   * (one row per participant and election, valid for `candidateTtl` on the
+   * database clock, renewed at every poll). A leader that sees a candidate
+   * it prefers, alive without a lapse for `preemptAfter`, hands over as
+   * `resign` does (step-down reason `preempted`), and a follower leaves a
+   * free lease to a live candidate it prefers for up to `candidateTtl`, so
+   * that the handover goes where it should. When the preferred participant
+   * is down, its advertisement lapses and anyone leads. Every participant of
+   * the election should declare one, with one `versionPolicy`. Needs a store
+   * with the candidate operations (the built-in ones have them).
+   */
+  readonly priority?: number | undefined
+  /** This participant's version (at most 255 bytes), compared by `versionPolicy` before `priority`. */
+  readonly version?: string | undefined
+  /**
+   * During a rolling upgrade, where leadership goes: `"newer"` (default)
+   * prefers the highest version, `"older"` the lowest. Versions compare
+   * segment by segment (`1.10.0` after `1.9.2`); no version counts as the
+   * oldest.
+   */
+  readonly versionPolicy?: "newer" | "older" | undefined
+  /**
+   * The hysteresis of preferred leaders: how long a preferred candidate must
+   * have advertised itself without a lapse (a duration the database derives)
+   * before the leader hands over to it.
+   */
+  readonly preemptAfter?: Duration.DurationInput | undefined
+  /**
    * When the first store call fails with a fatal `StoreError` (bad
    * credentials, missing table, no privilege), fail `ready`, and with it the
    * build of `Elector.layer`, instead of only reporting it and retrying.
@@ -164,6 +197,12 @@ export interface ResolvedConfig {
   readonly onWorkFailure: "stepDown" | "keepLeading"
   readonly workFailureBackoff: Duration.Duration
   readonly resignHoldOff: Duration.Duration
+  /** What this participant advertises, or null when it is no candidate. */
+  readonly candidacy: Candidacy | null
+  readonly versionPolicy: "newer" | "older"
+  readonly preemptAfter: Duration.Duration
+  /** 2 × (retryPeriod + operationTimeout): how long an advertisement stays valid. */
+  readonly candidateTtl: Duration.Duration
   readonly failFast: boolean
 }
 

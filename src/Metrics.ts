@@ -84,12 +84,13 @@ export const renewLatency = Metric.timerWithBoundaries(
  * - `lost`: a renewal found the lease held by someone else, or gone;
  * - `shutdown`: the elector was stopped;
  * - `failed`: the term's work failed (`onWorkFailure: "stepDown"`, the default);
- * - `resigned`: `resign` was called.
+ * - `resigned`: `resign` was called;
+ * - `preempted`: a preferred candidate took over (`priority`, `version`).
  *
  * @since 0.1.0
  * @category models
  */
-export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resigned"
+export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resigned" | "preempted"
 
 /**
  * Terms ended, tagged with `reason` ({@link StepDownReason}).
@@ -105,7 +106,7 @@ export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resig
  * ```
  */
 export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
-  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed, resigned)",
+  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed, resigned, preempted)",
   incremental: true
 })
 

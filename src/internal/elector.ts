@@ -17,7 +17,7 @@ import {
   AlreadyRunning,
   DuplicateIdentity,
   type IdentityError,
-  type InvalidConfig,
+  InvalidConfig,
   type LastError,
   LeaseExpiredLocally
 } from "../ElectorError.js"
@@ -25,7 +25,8 @@ import * as Lease from "../Lease.js"
 import type { LeadershipShape } from "../Leadership.js"
 import type * as Metrics from "../Metrics.js"
 import * as Store from "../Store.js"
-import { type Operation, StoreError } from "../Store.js"
+import { type Candidate, type Operation, StoreError } from "../Store.js"
+import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Instrumentation from "./instrumentation.js"
 import { jittered, localDeadline } from "./timing.js"
@@ -60,7 +61,7 @@ interface State {
 }
 
 /** Why a term ended, other than shutdown. */
-type StepDown = "expired" | "lost" | "failed" | "resigned"
+type StepDown = "expired" | "lost" | "failed" | "resigned" | "preempted"
 
 /** How many advisory callbacks may wait for the ones ahead of them. */
 const adviceLimit = 64
@@ -114,6 +115,17 @@ export const make = (
     const { identity, leaseDuration, name, payload, safetyMargin } = config
     yield* register(name, identity)
     const store = yield* Store.Store
+    const { advertise, withdraw } = store
+    const { candidacy } = config
+    const standing = candidacy === null || advertise === undefined || withdraw === undefined
+      ? undefined
+      : { candidacy, advertise, withdraw }
+    if (candidacy !== null && standing === undefined) {
+      return yield* new InvalidConfig({
+        field: input.priority === undefined ? "version" : "priority",
+        reason: "needs a store with the candidate operations (advertise, withdraw)"
+      })
+    }
     const clock = yield* Effect.clock
     const state = yield* SubscriptionRef.make(initial)
     const nowNanos = clock.currentTimeNanos
@@ -326,6 +338,20 @@ export const make = (
 
     const pause = Effect.flatMap(Random.next, (u) => clock.sleep(jittered(config.retryPeriod, u)))
 
+    // Advertises this participant (when it is a candidate) and returns the
+    // live candidates it prefers to itself; none when the call fails.
+    const rivals: Effect.Effect<ReadonlyArray<Candidate>> = standing === undefined
+      ? Effect.succeed([])
+      : call("advertise", standing.advertise(name, identity, standing.candidacy, config.candidateTtl)).pipe(
+        Effect.map((candidates) =>
+          candidates.filter((c) => c.identity !== identity && outranks(c, standing.candidacy, config.versionPolicy))
+        ),
+        Effect.catchAll((error) => Effect.as(failed(error), []))
+      )
+    const withdrawal: Effect.Effect<void> = standing === undefined
+      ? Effect.void
+      : call("withdraw", standing.withdraw(name, identity)).pipe(Effect.catchAll(failed))
+
     const releaseLease = (fence: bigint) =>
       call("release", store.release(name, identity, fence), fence).pipe(
         Effect.as(true),
@@ -442,11 +468,27 @@ export const make = (
         // A finalizer that fails has still run, as have the others: the
         // release goes ahead.
         yield* contain("finalizer", () => Scope.close(term.scope, Exit.void))
+        // Out of the running before the lease is free, so that nobody leaves it to this participant.
+        if (reason === "resigned" || reason === "shutdown") yield* withdrawal
         if (reason !== "lost" && !(reason === "shutdown" && config.disableRelease)) yield* releaseLease(term.fence)
         active = undefined
         yield* Deferred.succeed(term.ended, undefined)
         const onStoppedLeading = input.onStoppedLeading
         if (onStoppedLeading !== undefined) yield* advise("onStoppedLeading", () => onStoppedLeading)
+      })
+
+    // A preferred candidate that has been alive for preemptAfter takes over:
+    // the term ends as a resignation does, without the hold-off.
+    const challenges = (stop: Deferred.Deferred<StepDown>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        while (true) {
+          yield* pause
+          const due = (yield* rivals).find((c) => Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter))
+          if (due !== undefined) {
+            yield* Effect.logInfo(`handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`)
+            return yield* Deferred.succeed(stop, "preempted")
+          }
+        }
       })
 
     const lead = (fence: bigint, sentAt: bigint, deadline: bigint) =>
@@ -460,8 +502,11 @@ export const make = (
             const renewer = yield* Effect.fork(
               renewals(fence, sentAt + Duration.unsafeToNanos(config.renewInterval), stop, wake)
             )
+            const challenger = yield* Effect.fork(standing === undefined ? Effect.void : challenges(stop))
             return yield* Deferred.await(stop).pipe(
-              Effect.ensuring(Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard)))
+              Effect.ensuring(
+                Effect.zipRight(Fiber.interrupt(challenger), Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard)))
+              )
             )
           }),
         endTerm
@@ -500,8 +545,13 @@ export const make = (
 
     const poll = Effect.gen(function*() {
       // Resigned: out of the election until the hold-off ends (a second resign extends it).
-      let wait: bigint
-      while ((wait = heldOffUntil - (yield* nowNanos)) > 0n) yield* clock.sleep(Duration.nanos(wait))
+      let wait = heldOffUntil - (yield* nowNanos)
+      if (wait > 0n) yield* withdrawal
+      while (wait > 0n) {
+        yield* clock.sleep(Duration.nanos(wait))
+        wait = heldOffUntil - (yield* nowNanos)
+      }
+      const preferred = yield* rivals
       const seen = yield* Effect.either(call("inspect", store.inspect(name)))
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
         yield* failed(seen.left)
@@ -517,6 +567,13 @@ export const make = (
       } else if (lease !== undefined && !Lease.isExpired(lease)) {
         return yield* pause
       }
+      // Free, and a preferred candidate is alive: leave the lease to it, for
+      // as long as a live candidate needs to claim it (it may have died since
+      // its last advertisement).
+      if (
+        lease !== undefined && preferred.length > 0 &&
+        lease.now.getTime() - lease.expiresAt.getTime() < Duration.toMillis(config.candidateTtl)
+      ) return yield* pause
       yield* claim
     })
 
@@ -534,9 +591,12 @@ export const make = (
         Effect.tapErrorCause((cause) =>
           Effect.zipRight(Effect.logFatal("the elector stopped", cause), Deferred.failCause(ready, cause))
         ),
-        Effect.ensuring(Effect.sync(() => {
-          runner = undefined
-        })),
+        Effect.ensuring(Effect.zipRight(
+          withdrawal,
+          Effect.sync(() => {
+            runner = undefined
+          })
+        )),
         Effect.withClock(clock),
         annotate
       )
