@@ -468,8 +468,6 @@ export const make = (
         // A finalizer that fails has still run, as have the others: the
         // release goes ahead.
         yield* contain("finalizer", () => Scope.close(term.scope, Exit.void))
-        // Out of the running before the lease is free, so that nobody leaves it to this participant.
-        if (reason === "resigned" || reason === "shutdown") yield* withdrawal
         if (reason !== "lost" && !(reason === "shutdown" && config.disableRelease)) yield* releaseLease(term.fence)
         active = undefined
         yield* Deferred.succeed(term.ended, undefined)
