@@ -37,7 +37,11 @@ const admin = Effect.acquireRelease(
 
 afterAll(async () => {
   const connection = await Mysql.createConnection(server)
-  for (const name of tables) await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
+  for (const name of tables) {
+    for (const table of [name, name + MysqlStore.candidatesSuffix]) {
+      await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(table)}`)
+    }
+  }
   await connection.end()
 })
 

@@ -28,7 +28,9 @@ const sql = (text: string, values: Array<unknown> = []) =>
 const dropped: Array<string> = [directTable, pooledTable]
 afterAll(() =>
   withClient(directUrl, async (client) => {
-    for (const table of dropped) await client.query(`DROP TABLE IF EXISTS ${table}`)
+    for (const table of dropped) {
+      await client.query(`DROP TABLE IF EXISTS ${table}, ${table}${PgStore.candidatesSuffix}`)
+    }
   })
 )
 
