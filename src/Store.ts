@@ -147,7 +147,7 @@ export const isStoreError = (u: unknown): u is StoreError => Predicate.isTagged(
  * integer, higher preferred; at most `Lease`'s 32-bit range) and its
  * `version` (at most {@link maxVersionBytes} bytes of UTF-8, or null).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export interface Candidacy {
@@ -158,7 +158,7 @@ export interface Candidacy {
 /**
  * The longest `version` a candidacy may carry, in bytes of UTF-8.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export const maxVersionBytes = 255
@@ -168,7 +168,7 @@ export const maxVersionBytes = 255
  * durations were derived by the database within that statement: they are
  * safe to compare with durations, never with a local clock's instants.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export interface Candidate extends Candidacy {

@@ -204,7 +204,7 @@ const quoteField = (field: string, name: string): Either.Either<string, InvalidC
  * `leader_election_candidates`. Set `candidatesTable` when the table's name
  * leaves no room for it within 64 characters.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category schema
  */
 export const candidatesSuffix = "_candidates"
@@ -244,7 +244,7 @@ export const schema = (schemaName: string, table: string): Either.Either<string,
  * The DDL of the candidates' table (see `Store.advertise`), the other
  * statement `ensureSchema` runs.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category schema
  * @example
  * ```ts

@@ -192,7 +192,7 @@ export interface PgStore extends StoreShape {
  * `leader_election_candidates`. Set `candidatesTable` when the table's name
  * leaves no room for it within PostgreSQL's 63 bytes.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category schema
  */
 export const candidatesSuffix = "_candidates"
@@ -231,7 +231,7 @@ export const schema = (schemaName: string, table: string): Either.Either<string,
  * The DDL for the candidates' table (see `Store.advertise`), the other
  * statement {@link PgStore.ensureSchema} runs.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category schema
  * @example
  * ```ts
