@@ -1,38 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Metric, Option, Scope, TestClock } from "effect"
+import { Duration, Effect, Exit, Option, Scope } from "effect"
 import * as Elector from "../src/Elector.js"
 import { compareVersions, outranks } from "../src/internal/candidacy.js"
 import * as Lease from "../src/Lease.js"
-import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
-import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
-
-// The database clock is three days ahead of the local one, as in every unit test.
-const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
+import { join, seconds, stepDowns, world } from "./support/fleet.js"
 
 let elections = 0
 const election = () => `candidates-${++elections}`
-
-const seconds = (n: number) => TestClock.adjust(Duration.millis(n * 1000))
-
-const join = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const elector = yield* Elector.make(config).pipe(
-      Effect.provideService(Store.Store, store),
-      Scope.extend(scope)
-    )
-    yield* Effect.forkIn(elector.run, scope)
-    yield* TestClock.adjust(Duration.millis(1))
-    return { elector, scope }
-  })
-
-const stepDowns = (name: string, reason: Metrics.StepDownReason) =>
-  Effect.map(
-    Metric.value(Metric.tagged(Metric.tagged(Metrics.stepDowns, "election", name), "reason", reason)),
-    (s) => s.count
-  )
 
 /** Who holds a valid lease, if anyone. */
 const holder = (db: Store.StoreShape, name: string) =>

@@ -1,41 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Exit, Metric, Option, Scope, TestClock } from "effect"
+import { Deferred, Duration, Effect, Exit, Option, Scope } from "effect"
 import { afterEach } from "vitest"
 import * as Elector from "../src/Elector.js"
 import * as Lease from "../src/Lease.js"
-import * as Metrics from "../src/Metrics.js"
 import { createElector, type PromiseElector } from "../src/promise.js"
-import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
-
-// The database clock is three days ahead of the local one, as in every unit test.
-const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
+import { join, seconds, stepDowns, world } from "./support/fleet.js"
 
 let elections = 0
 /** A fresh election per test: metrics are process-wide, their tags keep the tests apart. */
 const election = () => `resign-${++elections}`
-
-const seconds = (n: number) => TestClock.adjust(Duration.millis(n * 1000))
-
-/** A participant running in a scope of its own, so that the test can stop it. */
-const join = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const elector = yield* Elector.make(config).pipe(
-      Effect.provideService(Store.Store, store),
-      Scope.extend(scope)
-    )
-    yield* Effect.forkIn(elector.run, scope)
-    yield* TestClock.adjust(Duration.millis(1))
-    return { elector, scope }
-  })
-
-const resigned = (name: string) =>
-  Effect.map(
-    Metric.value(Metric.tagged(Metric.tagged(Metrics.stepDowns, "election", name), "reason", "resigned")),
-    (s) => s.count
-  )
 
 describe("resign", () => {
   it.scoped("ends the term at once: work interrupted, finalizers run, lease released, before resign returns", () =>
@@ -59,10 +34,10 @@ describe("resign", () => {
       const lease = yield* db.inspect(name)
       expect(Lease.isExpired(lease)).toBe(true)
       expect(lease.expiresAt.getTime()).toBe(lease.renewedAt.getTime())
-      expect(yield* resigned(name)).toBe(1)
+      expect(yield* stepDowns(name, "resigned")).toBe(1)
       // Resigning again, not leading, does nothing but extend the hold-off.
       yield* a.resign
-      expect(yield* resigned(name)).toBe(1)
+      expect(yield* stepDowns(name, "resigned")).toBe(1)
     }))
 
   it.scoped("a follower takes over within one retry period, and the resigner stays out for resignHoldOff", () =>
@@ -104,7 +79,7 @@ describe("resign", () => {
       expect(lease.holder).toBe("a")
       expect(Lease.isExpired(lease)).toBe(true)
       expect(yield* Deferred.isDone(started)).toBe(false)
-      expect(yield* resigned(name)).toBe(0)
+      expect(yield* stepDowns(name, "resigned")).toBe(0)
       // After the hold-off (leaseDuration by default) it leads again, under a fresh fence.
       yield* seconds(14 + 3 + 1)
       expect(yield* elector.fence).toEqual(Option.some(2n))
