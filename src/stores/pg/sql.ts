@@ -50,6 +50,10 @@ export interface Statements {
   readonly inspect: string
   /** Every election in the table, by name; no parameters. */
   readonly list: string
+}
+
+/** The statements of the candidates' table. */
+export interface CandidateStatements {
   /**
    * $1 name, $2 identity, $3 priority, $4 ttl in microseconds, $5 version.
    * The caller's row and every other live one, durations in milliseconds.
@@ -77,7 +81,7 @@ const candidateColumns = (alias: string) =>
  * back unchanged instead returns the winner's latest version in every case
  * (the update is HOT thanks to fillfactor 70).
  */
-export const statements = (table: string, candidates: string): Statements => ({
+export const statements = (table: string): Statements => ({
   acquire: `INSERT INTO ${table} AS l (name, holder, fence, acquired_at, renewed_at, expires_at, payload)
 VALUES ($1, $2, 1, ${nowCeil}, ${nowCeil}, ${expiry("$3")}, $4::bytea)
 ON CONFLICT (name) DO UPDATE SET
@@ -96,7 +100,11 @@ RETURNING ${columns}`,
 SET expires_at = now(), renewed_at = now()
 WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()`,
   inspect: `SELECT ${columns} FROM ${table} WHERE name = $1`,
-  list: `SELECT ${columns} FROM ${table} ORDER BY name`,
+  list: `SELECT ${columns} FROM ${table} ORDER BY name`
+})
+
+/** `candidates` is an already quoted, possibly schema-qualified name. */
+export const candidateStatements = (candidates: string): CandidateStatements => ({
   // One statement: the CTEs' changes are invisible to its other parts, so
   // the caller's row comes from the upsert's RETURNING and the rest from the
   // table. Only rows expired for a whole TTL are collected.

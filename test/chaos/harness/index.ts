@@ -1,5 +1,6 @@
 export * from "./FaultProxy.js"
 export * from "./IntervalOracle.js"
+export * from "./ThrowawayMariaDB.js"
 export * from "./ThrowawayPgBouncer.js"
 export * from "./ThrowawayPostgres.js"
 export * from "./Topology.js"

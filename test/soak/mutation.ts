@@ -1,0 +1,101 @@
+/**
+ * The mutation check: proves the soak oracle can fail. Each mutant is a copy
+ * of the built library (dist/) with one safety mechanism removed; the soak
+ * runs a scenario that needs that mechanism against the copy, and the oracle
+ * must report violations. Exits 1 if any mutant goes unnoticed.
+ *
+ *   tsx test/soak/mutation.ts [--paths pg]        (after npm run build)
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import { type PathName, startBackend } from "./backend.js"
+import { runScenario, scenarios } from "./scenarios.js"
+
+interface Mutant {
+  readonly name: string
+  readonly file: string
+  readonly from: string
+  readonly to: string
+  /** The scenario that needs the mechanism the mutant removes. */
+  readonly scenario: string
+}
+
+const mutants: ReadonlyArray<Mutant> = [
+  {
+    name: "isLeader without the deadline re-check",
+    file: "internal/elector.js",
+    from: "Option.filter(s.term, (term) => now < term.deadline)",
+    to: "s.term",
+    scenario: "frozen leader"
+  },
+  {
+    name: "watchdog disabled",
+    file: "internal/elector.js",
+    from: "Effect.fork(watchdog(stop, wake))",
+    to: "Effect.fork(Effect.never)",
+    scenario: "leader partitioned"
+  }
+]
+
+const root = fileURLToPath(new URL("../../", import.meta.url))
+const dist = path.join(root, "dist")
+if (!fs.existsSync(path.join(dist, "Elector.js"))) throw new Error("no dist/: run `npm run build` first")
+
+/** A copy of dist/ with one patch, next to a node_modules link so that `effect` resolves to the same package. */
+const build = (mutant: Mutant, into: string): string => {
+  const copy = path.join(into, "dist")
+  fs.cpSync(dist, copy, { recursive: true })
+  fs.symlinkSync(fs.realpathSync(path.join(root, "node_modules")), path.join(into, "node_modules"))
+  const file = path.join(copy, mutant.file)
+  const text = fs.readFileSync(file, "utf8")
+  if (text.split(mutant.from).length !== 2) {
+    throw new Error(`mutant "${mutant.name}": expected exactly one \`${mutant.from}\` in dist/${mutant.file}`)
+  }
+  fs.writeFileSync(file, text.replace(mutant.from, mutant.to))
+  return `${pathToFileURL(copy).href}/`
+}
+
+const arg = process.argv.indexOf("--paths")
+const paths = (arg < 0 ? "pg" : process.argv[arg + 1] ?? "pg").split(",") as Array<PathName>
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "soak-mutants-"))
+let unnoticed = 0
+try {
+  for (const p of paths) {
+    const backend = await startBackend(p)
+    try {
+      // The mutants run side by side, each its own election on the one backend.
+      const outcomes = await Promise.all(mutants.map(async (mutant, i) => {
+        const scenario = scenarios.find((s) => s.name === mutant.scenario)
+        if (scenario === undefined) throw new Error(`no scenario ${mutant.scenario}`)
+        const copy = build(mutant, path.join(work, String(i)))
+        const result = await runScenario(backend, scenario, {
+          seconds: 10,
+          seed: 1,
+          logDir: path.join(work, "logs"),
+          dist: copy
+        })
+        return { mutant, scenario, result }
+      }))
+      for (const { mutant, result, scenario } of outcomes) {
+        // Safety violations only: a participant that crashed proves nothing.
+        const safety = result.violations.filter((v) => v.kind !== "Died")
+        const caught = safety.length > 0 && result.violations.length === safety.length
+        if (!caught) unnoticed += 1
+        console.log(
+          `${caught ? "caught" : "NOT CAUGHT"}: ${mutant.name} (${scenario.name}, ${p}): ${
+            caught
+              ? safety.map((v) => `${v.kind}: ${v.message}`).join("; ")
+              : result.violations.map((v) => `${v.kind}: ${v.message}`).join("; ") || "no violation reported"
+          }`
+        )
+      }
+    } finally {
+      await backend.destroy()
+    }
+  }
+} finally {
+  fs.rmSync(work, { recursive: true, force: true })
+}
+process.exit(unnoticed === 0 ? 0 : 1)

@@ -1,0 +1,140 @@
+// One soak participant: its own OS process, importing the BUILT library the
+// way a user does (dist/, or the copy named by SOAK_DIST for the mutation
+// check), never the test sources. Plain JavaScript so that nothing but node
+// and the library run here (no tsx loader in the memory samples).
+//
+// It writes one JSON line per event to SOAK_LOG with fs.writeSync, so a line
+// is on disk before the next statement runs and survives a SIGKILL. Every
+// time is process.hrtime.bigint() in microseconds: CLOCK_MONOTONIC on Linux,
+// the same clock in every process, so intervals from different participants
+// (and the runner's own fault log) compare directly.
+//
+//   {"e":"up","id","pid","t"}               process started
+//   {"e":"ready","t"}                       elector built, taking part
+//   {"e":"start","f","t"}                   term began (onStartedLeading ran)
+//   {"e":"act","f","t0","ok","t1"}          one step of the work: isLeader asked at [t0, t1], answered ok
+//   {"e":"stop","f","t"}                    term's work interrupted
+//   {"e":"res","t","heap","rss","handles","sockets","timers"}  after global.gc()
+//   {"e":"log","t","l","m"}                 the library's own log lines
+//   {"e":"exit","t"}                        clean shutdown done (SIGTERM)
+//
+// Environment: SOAK_URL, SOAK_KIND (pg | mysql), SOAK_NAME (election),
+// SOAK_TABLE, SOAK_IDENTITY, SOAK_LOG, SOAK_DIST (a file: URL ending in /; default ../../dist/),
+// SOAK_STEP_MS (work step, default 10), SOAK_RES_MS (resource sample, default 2000).
+import * as fs from "node:fs"
+
+const env = (name, fallback) => {
+  const value = process.env[name] ?? fallback
+  if (value === undefined) throw new Error(`${name} is required`)
+  return value
+}
+
+const dist = env("SOAK_DIST", new URL("../../dist/", import.meta.url).href)
+const kind = env("SOAK_KIND", "pg")
+const identity = env("SOAK_IDENTITY")
+const stepMs = Number(env("SOAK_STEP_MS", "10"))
+const resMs = Number(env("SOAK_RES_MS", "2000"))
+const fd = fs.openSync(env("SOAK_LOG"), "a")
+
+const now = () => Number(process.hrtime.bigint() / 1000n)
+const write = (event) => fs.writeSync(fd, JSON.stringify(event) + "\n")
+write({ e: "up", id: identity, pid: process.pid, t: now() })
+
+const { Effect, Fiber, Logger, Schedule } = await import("effect")
+const Elector = await import(new URL("Elector.js", dist).href)
+const Store = await import(new URL(kind === "pg" ? "stores/PgStore.js" : "stores/MysqlStore.js", dist).href)
+
+const timing = {
+  leaseDuration: "3 seconds",
+  renewInterval: "750 millis",
+  retryPeriod: "500 millis",
+  operationTimeout: "500 millis"
+}
+
+const resources = () => {
+  globalThis.gc?.()
+  const handles = process.getActiveResourcesInfo()
+  const count = (type) => handles.filter((h) => h === type).length
+  const memory = process.memoryUsage()
+  write({
+    e: "res",
+    t: now(),
+    heap: memory.heapUsed,
+    rss: memory.rss,
+    handles: handles.length,
+    sockets: count("TCPSocketWrap") + count("TCPWrap"),
+    timers: count("Timeout")
+  })
+}
+// A sample due while the process was frozen is skipped: its GC would run in
+// the instant after SIGCONT that the frozen-leader window measures.
+let due = Date.now() + resMs
+resources()
+setInterval(() => {
+  const late = Date.now() - due
+  due = Date.now() + resMs
+  if (late < 500) resources()
+}, resMs)
+
+let elector
+
+// The work a leader does: one step every stepMs, each asking isLeader first
+// and recording when it asked and what it heard. A step that hears false
+// does nothing else; the term goes on until the elector interrupts it.
+const work = (fence) => {
+  const f = String(fence)
+  return Effect.acquireUseRelease(
+    Effect.sync(() => write({ e: "start", f, t: now() })),
+    () =>
+      Effect.gen(function*() {
+        while (true) {
+          const t0 = now()
+          const ok = yield* elector.isLeader
+          write({ e: "act", f, t0, ok, t1: now() })
+          yield* Effect.sleep(stepMs)
+        }
+      }),
+    () => Effect.sync(() => write({ e: "stop", f, t: now() }))
+  )
+}
+
+const logger = Logger.replace(
+  Logger.defaultLogger,
+  Logger.make(({ logLevel, message }) => {
+    const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+    write({ e: "log", t: now(), l: logLevel.label, m: text })
+  })
+)
+
+const participate = Effect.gen(function*() {
+  elector = yield* Elector.make({
+    name: env("SOAK_NAME"),
+    identity,
+    ...timing,
+    onStartedLeading: work
+  })
+  write({ e: "ready", t: now() })
+  return yield* elector.run
+}).pipe(
+  Effect.provide(Store.layerFromUrl(env("SOAK_URL"), {
+    table: env("SOAK_TABLE"),
+    operationTimeout: timing.operationTimeout,
+    maxConnections: 2
+  })),
+  Effect.scoped,
+  // Building the store fails while its path is down: try again, as a
+  // supervisor restarting the process would.
+  Effect.tapError((error) => Effect.sync(() => write({ e: "log", t: now(), l: "ERROR", m: `build: ${String(error)}` }))),
+  Effect.retry(Schedule.spaced("500 millis")),
+  Effect.provide(logger)
+)
+
+const fiber = Effect.runFork(participate)
+
+process.once("SIGTERM", () => {
+  // A deploy's shutdown: the work is interrupted, the lease released.
+  Effect.runPromise(Fiber.interrupt(fiber)).finally(() => {
+    write({ e: "exit", t: now() })
+    process.exit(0)
+  })
+})
