@@ -85,12 +85,14 @@ export const renewLatency = Metric.timerWithBoundaries(
  * - `expired`: the local deadline passed before a renewal confirmed the lease;
  * - `lost`: a renewal found the lease held by someone else, or gone;
  * - `shutdown`: the elector was stopped;
- * - `failed`: the term's work failed (`onWorkFailure: "stepDown"`, the default).
+ * - `failed`: the term's work failed (`onWorkFailure: "stepDown"`, the default);
+ * - `resigned`: `resign` was called;
+ * - `preempted`: a preferred candidate took over (`priority`, `version`).
  *
  * @since 0.1.0
  * @category models
  */
-export type StepDownReason = "expired" | "lost" | "shutdown" | "failed"
+export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resigned" | "preempted"
 
 /**
  * Terms ended, tagged with `reason` ({@link StepDownReason}).
@@ -106,7 +108,7 @@ export type StepDownReason = "expired" | "lost" | "shutdown" | "failed"
  * ```
  */
 export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
-  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed)",
+  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed, resigned, preempted)",
   incremental: true
 })
 

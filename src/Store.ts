@@ -11,7 +11,7 @@
  */
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as limits from "./internal/limits.js"
@@ -28,6 +28,8 @@ export type Operation =
   | "renew"
   | "release"
   | "inspect"
+  | "advertise"
+  | "withdraw"
   | "ensureSchema"
   | SlotOperation
 
@@ -157,6 +159,43 @@ export const isFatal = (u: unknown): u is StoreError => isStoreError(u) && !u.re
 export const isStoreError = (u: unknown): u is StoreError => Predicate.isTagged(u, "StoreError")
 
 /**
+ * What a participant standing as a candidate declares: its `priority` (an
+ * integer, higher preferred; at most `Lease`'s 32-bit range) and its
+ * `version` (at most {@link maxVersionBytes} bytes of UTF-8, or null).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Candidacy {
+  readonly priority: number
+  readonly version: string | null
+}
+
+/**
+ * The longest `version` a candidacy may carry, in bytes of UTF-8.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const maxVersionBytes = 255
+
+/**
+ * A live candidate of an election, as one store statement saw it. Both
+ * durations were derived by the database within that statement: they are
+ * safe to compare with durations, never with a local clock's instants.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Candidate extends Candidacy {
+  readonly identity: string
+  /** How long the candidate has advertised itself without a lapse (its row never expired meanwhile). */
+  readonly aliveFor: Duration.Duration
+  /** How long its advertisement stays valid unless renewed. */
+  readonly ttl: Duration.Duration
+}
+
+/**
  * The operations of a lease store.
  *
  * @since 0.1.0
@@ -196,6 +235,25 @@ export interface StoreShape {
   readonly release: (name: string, identity: string, fence: bigint) => Effect.Effect<void, StoreError>
   /** Reads the record without changing it. */
   readonly inspect: (name: string) => Effect.Effect<Lease, NoLease | StoreError>
+  /**
+   * Optional (the built-in stores have it): what a participant with a
+   * `priority` needs, refused at construction by an elector over a store
+   * without it.
+   *
+   * Advertises `identity` as a candidate of the election for `ttl` on the
+   * database clock (one row per participant and election, apart from the
+   * lease), and returns every live candidate, the caller included. A
+   * candidate whose advertisement had expired starts a new `aliveFor` from
+   * zero. Advertisements that expired more than `ttl` ago may be deleted.
+   */
+  readonly advertise?: (
+    name: string,
+    identity: string,
+    candidacy: Candidacy,
+    ttl: Duration.Duration
+  ) => Effect.Effect<ReadonlyArray<Candidate>, StoreError>
+  /** Removes the candidate's advertisement at once. Idempotent. Present with `advertise`. */
+  readonly withdraw?: (name: string, identity: string) => Effect.Effect<void, StoreError>
   /**
    * The record of scheduled job slots (`Elector.schedule`). Optional: a store
    * without it elects as well, and refuses scheduled jobs.

@@ -210,6 +210,14 @@ export interface PromiseElector {
    * `stopped`, rejected at once while `failed`.
    */
   readonly done: () => Promise<void>
+  /**
+   * Hands leadership over, as before draining a node: ends the current term
+   * now (its signal aborted, `onStartedLeading` settled or given up on, the
+   * lease released) and keeps this participant out of the election for
+   * `resignHoldOff`, so that another one takes over. Resolves once the term
+   * has ended; at once when not running. Never rejects.
+   */
+  readonly resign: () => Promise<void>
   /** Whether this participant may act as leader right now; re-checks the deadline. */
   readonly isLeader: () => boolean
   /** The current term's fence token, while leading. */
@@ -562,6 +570,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
           if (failure === undefined) ending.push({ start: false, resolve, reject })
           else reject(failure.error)
         }),
+    resign: () => run?.elector === undefined ? Promise.resolve() : Effect.runPromise(run.elector.resign),
     // Read without running an effect: these are called on hot paths, and re-check the deadline every time.
     isLeader: () => run?.elector?.unsafeIsLeader() ?? false,
     fence: () => run?.elector?.unsafeFence(),

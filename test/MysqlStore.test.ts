@@ -38,7 +38,7 @@ const admin = Effect.acquireRelease(
 
 afterAll(async () => {
   const connection = await Mysql.createConnection(server)
-  for (const name of tables.flatMap((table) => [table, `${table}_slots`])) {
+  for (const name of tables.flatMap((table) => [table, `${table}_slots`, table + MysqlStore.candidatesSuffix])) {
     await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
   }
   await connection.end()

@@ -29,10 +29,9 @@ const dropped: Array<string> = [directTable, pooledTable]
 afterAll(() =>
   withClient(directUrl, async (client) => {
     for (const table of dropped) {
-      await client.query(`DROP TABLE IF EXISTS ${table}`)
-      // The slot table beside it (names in `dropped` may be quoted).
-      const slots = table.endsWith("\"") ? `${table.slice(0, -1)}_slots"` : `${table}_slots`
-      await client.query(`DROP TABLE IF EXISTS ${slots}`)
+      // The slot and candidates' tables beside it (names in `dropped` may be quoted).
+      const beside = (suffix: string) => table.endsWith("\"") ? `${table.slice(0, -1)}${suffix}"` : `${table}${suffix}`
+      await client.query(`DROP TABLE IF EXISTS ${table}, ${beside("_slots")}, ${beside(PgStore.candidatesSuffix)}`)
     }
   })
 )

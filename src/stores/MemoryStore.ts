@@ -16,7 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
-import { LeaseLost, NoLease, type SlotRecord, Store, type StoreShape } from "../Store.js"
+import { type Candidacy, type Candidate, LeaseLost, NoLease, type SlotRecord, Store, type StoreShape } from "../Store.js"
 
 /**
  * The clock a {@link make | MemoryStore} stamps its records with.
@@ -96,6 +96,11 @@ interface Row {
   readonly expiresAt: number
 }
 
+interface Advertisement extends Candidacy {
+  readonly since: number
+  readonly expiresAt: number
+}
+
 const toLease = (name: string, row: Row, now: number): Lease => ({
   name,
   holder: row.holder,
@@ -139,6 +144,8 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
       const row = rows.get(name)
       return row !== undefined && row.holder === identity && row.fence === fence && row.expiresAt > now
     }
+    // Per election, per identity.
+    const candidates = new Map<string, Map<string, Advertisement>>()
     const lock = yield* Effect.makeSemaphore(1)
     const atomically = <A, E>(f: (now: number) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
       lock.withPermits(1)(Effect.flatMap(clock.now, (now) => f(now.getTime())))
@@ -230,7 +237,38 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
               return { now: new Date(now), slot }
             })
           )
-      }
+      },
+      advertise: (name, identity, { priority, version }, ttl) =>
+        atomically((now) =>
+          Effect.sync(() => {
+            const ttlMillis = Duration.toMillis(ttl)
+            const election = candidates.get(name) ?? new Map<string, Advertisement>()
+            candidates.set(name, election)
+            const before = election.get(identity)
+            const since = before !== undefined && before.expiresAt > now ? before.since : now
+            election.set(identity, { priority, version, since, expiresAt: now + ttlMillis })
+            const live: Array<Candidate> = []
+            for (const [who, ad] of election) {
+              if (ad.expiresAt <= now - ttlMillis) election.delete(who)
+              else if (ad.expiresAt > now) {
+                live.push({
+                  identity: who,
+                  priority: ad.priority,
+                  version: ad.version,
+                  aliveFor: Duration.millis(now - ad.since),
+                  ttl: Duration.millis(ad.expiresAt - now)
+                })
+              }
+            }
+            return live
+          })
+        ),
+      withdraw: (name, identity) =>
+        atomically(() =>
+          Effect.sync(() => {
+            candidates.get(name)?.delete(identity)
+          })
+        )
     })
   })
 

@@ -68,7 +68,16 @@ import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
 import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
-import { LeaseLost, NoLease, type Operation, type SlotStore, Store, type StoreError, type StoreShape } from "../Store.js"
+import {
+  type Candidate,
+  LeaseLost,
+  NoLease,
+  type Operation,
+  type SlotStore,
+  Store,
+  type StoreError,
+  type StoreShape
+} from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import * as classifier from "./mysql/classify.js"
 import * as Driver from "./mysql/driver.js"
@@ -129,6 +138,11 @@ export interface MysqlStoreOptions {
   readonly table?: string | undefined
   /** The table of scheduled job slots (`Elector.schedule`). Defaults to the table's name + `_slots`. */
   readonly slotTable?: string | undefined
+  /**
+   * The candidates' table (see `Store.advertise`), in the same database.
+   * Defaults to the table's name with {@link candidatesSuffix}.
+   */
+  readonly candidatesTable?: string | undefined
   /**
    * Bounds every call, waiting for a connection included. On expiry the call
    * fails with a retryable `StoreError`; its connection goes back to the pool
@@ -200,19 +214,43 @@ export interface MysqlStore extends StoreShape {
    * report the `inspect` operation.
    */
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
+  /**
+   * Every live candidate of every election (see `Store.advertise`), by
+   * election, highest priority first: for operators. Read-only; its errors
+   * report the `inspect` operation.
+   */
+  readonly candidates: Effect.Effect<ReadonlyArray<Candidate & { readonly name: string }>, StoreError>
+  readonly advertise: NonNullable<StoreShape["advertise"]>
+  readonly withdraw: NonNullable<StoreShape["withdraw"]>
 }
 
 const quoteField = (field: string, name: string): Either.Either<string, InvalidConfig> =>
   Either.mapLeft(identifier.quoteChecked(name), (reason) => new InvalidConfig({ field, reason }))
 
-const qualifiedTable = (schemaName: string | undefined, table: string): Either.Either<string, InvalidConfig> =>
-  Either.flatMap(quoteField("table", table), (quotedTable) =>
+/**
+ * What the name of the candidates' table adds to the table's by default:
+ * `leader_election_candidates`. Set `candidatesTable` when the table's name
+ * leaves no room for it within 64 characters.
+ *
+ * @since 0.2.0
+ * @category schema
+ */
+export const candidatesSuffix = "_candidates"
+
+const qualifiedTable = (
+  schemaName: string | undefined,
+  table: string,
+  field: "table" | "candidatesTable" = "table"
+): Either.Either<string, InvalidConfig> =>
+  Either.flatMap(quoteField(field, table), (quotedTable) =>
     schemaName === undefined || schemaName === ""
       ? Either.right(quotedTable)
       : Either.map(quoteField("schema", schemaName), (quotedSchema) => `${quotedSchema}.${quotedTable}`))
 
+
 /**
- * The DDL of the store's table, for deployments that withhold DDL rights
+ * The DDL of the store's table (`ensureSchema` also runs
+ * {@link candidatesSchema}), for deployments that withhold DDL rights
  * from the application and run migrations instead. An empty `schemaName`
  * means the connection's database. Names are validated and quoted.
  *
@@ -248,6 +286,23 @@ export const schema = (schemaName: string, table: string): Either.Either<string,
  */
 export const slotSchema = (schemaName: string, slotTable: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedTable(schemaName, slotTable), SlotSql.createTable)
+
+/**
+ * The DDL of the candidates' table (see `Store.advertise`), the other
+ * statement `ensureSchema` runs.
+ *
+ * @since 0.2.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const ddl = MysqlStore.candidatesSchema("", MysqlStore.defaultTable + MysqlStore.candidatesSuffix)
+ * ```
+ */
+export const candidatesSchema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedTable(schemaName, table, "candidatesTable"), Sql.createCandidatesTable)
 
 /**
  * Quotes a MySQL identifier: backticks around it, embedded backticks
@@ -337,7 +392,7 @@ const affectedRows = (result: unknown): number =>
   Predicate.isRecord(result) && typeof result["affectedRows"] === "number" ? result["affectedRows"] : 0
 
 /** The store's operations on `pool`, for the already quoted `table`. */
-const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string>): MysqlStore => {
+const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string>, candidates: string): MysqlStore => {
   // One statement, one request.
   const one = (operation: Operation, sql: string, values: ReadonlyArray<unknown>) =>
     Effect.map(pool.run(operation, [{ sql, values }]), (results) => results[0])
@@ -417,10 +472,11 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
   return limits.enforce<MysqlStore>({
     table,
     slotTable: Option.getOrUndefined(slotTable),
-    ensureSchema: Effect.zipRight(
+    ensureSchema: Effect.all([
       one("ensureSchema", Sql.createTable(table), []),
+      one("ensureSchema", Sql.createCandidatesTable(candidates), []),
       Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => one("ensureSchema", SlotSql.createTable(name), []) })
-    ).pipe(Effect.asVoid),
+    ], { discard: true }),
     ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slots(name) }) }),
     acquire: (name, identity, ttl, payload) =>
       Effect.map(
@@ -464,7 +520,28 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
           return row === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(Sql.toLease(name, row))
         })
       ),
-    list: Effect.map(one("inspect", Sql.list(table), []), (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
+    list: Effect.map(one("inspect", Sql.list(table), []), (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row))),
+    // One short transaction, as one request where the pool allows it.
+    advertise: (name, identity, { priority, version }, ttl) =>
+      Effect.map(
+        pool.run("advertise", [
+          { sql: "START TRANSACTION", values: [] },
+          { sql: Sql.collectCandidates(candidates), values: [name, identity, micros(ttl)] },
+          {
+            sql: Sql.advertise(candidates),
+            values: [name, identity, priority, version, micros(ttl), priority, version, micros(ttl)]
+          },
+          { sql: Sql.liveCandidates(candidates), values: [name] },
+          { sql: "COMMIT", values: [] }
+        ]),
+        (results) =>
+          rows(results[3]).map((row) => {
+            const { name: _, ...candidate } = Sql.toCandidate(row)
+            return candidate
+          })
+      ),
+    withdraw: (name, identity) => Effect.asVoid(one("withdraw", Sql.withdraw(candidates), [name, identity])),
+    candidates: Effect.map(one("inspect", Sql.allCandidates(candidates), []), (result) => rows(result).map(Sql.toCandidate))
   })
 }
 
@@ -477,8 +554,13 @@ const build = <E, R>(
     const tableName = options.table ?? defaultTable
     const table = yield* qualifiedTable(options.schema, tableName)
     const slotTable = yield* SqlStore.slotTable(options.slotTable, tableName, (name) => qualifiedTable(options.schema, name))
+    const candidates = yield* qualifiedTable(
+      options.schema,
+      options.candidatesTable ?? tableName + candidatesSuffix,
+      "candidatesTable"
+    )
     const timeout = yield* SqlStore.operationTimeout(options)
-    return storeOn(yield* open(timeout), table, slotTable)
+    return storeOn(yield* open(timeout), table, slotTable, candidates)
   }).pipe(SqlStore.withSchema(options))
 
 /**

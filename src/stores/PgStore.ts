@@ -40,6 +40,7 @@ import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
 import {
+  type Candidate,
   LeaseLost,
   NoLease,
   type Operation,
@@ -55,7 +56,7 @@ import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js
 import { Pg } from "./pg/driver.js"
 import { connections, type Param, query, type Row } from "./pg/query.js"
 import * as Slots from "./pg/slots.js"
-import { ddl, statements } from "./pg/sql.js"
+import { candidatesDdl, candidateStatements, ddl, statements } from "./pg/sql.js"
 
 export {
   /**
@@ -148,6 +149,11 @@ export interface PgStoreOptions {
   /** The table of scheduled job slots (`Elector.schedule`). Defaults to the table's name + `_slots`. */
   readonly slotTable?: string | undefined
   /**
+   * The candidates' table (see `Store.advertise`), in the same schema.
+   * Defaults to the table's name with {@link candidatesSuffix}.
+   */
+  readonly candidatesTable?: string | undefined
+  /**
    * Bounds every statement, connecting included. On expiry the call fails
    * with a retryable `StoreError`; its connection goes back to the pool if
    * the statement answers within twice this more, else it is destroyed. Defaults
@@ -193,16 +199,39 @@ export interface PgStore extends StoreShape {
    * `inspect` operation.
    */
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
+  /**
+   * Every live candidate of every election (see `Store.advertise`), by
+   * election, highest priority first: for operators. Read-only; its errors
+   * report the `inspect` operation.
+   */
+  readonly candidates: Effect.Effect<ReadonlyArray<Candidate & { readonly name: string }>, StoreError>
+  readonly advertise: NonNullable<StoreShape["advertise"]>
+  readonly withdraw: NonNullable<StoreShape["withdraw"]>
 }
 
-const qualifiedName = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
+/**
+ * What the name of the candidates' table adds to the table's by default:
+ * `leader_election_candidates`. Set `candidatesTable` when the table's name
+ * leaves no room for it within PostgreSQL's 63 bytes.
+ *
+ * @since 0.2.0
+ * @category schema
+ */
+export const candidatesSuffix = "_candidates"
+
+const qualifiedName = (
+  schemaName: string,
+  table: string,
+  field: "table" | "candidatesTable" = "table"
+): Either.Either<string, InvalidConfig> =>
   Either.all([
     schemaName === "" ? Either.right("") : Either.map(validateIdentifier("schema", schemaName), quoteIdentifier),
-    Either.map(validateIdentifier("table", table), quoteIdentifier)
+    Either.map(validateIdentifier(field, table), quoteIdentifier)
   ]).pipe(Either.map(([s, t]) => s === "" ? t : `${s}.${t}`))
 
 /**
- * The DDL for the table: what {@link PgStore.ensureSchema} runs, for
+ * The DDL for the table: what {@link PgStore.ensureSchema} runs (with
+ * {@link candidatesSchema}), for
  * deployments that apply DDL through their own migration tool. An empty
  * `schemaName` leaves the table unqualified. Keep the `fillfactor`: the row is
  * rewritten on every renewal, and the free space keeps those updates HOT.
@@ -239,6 +268,23 @@ export const schema = (schemaName: string, table: string): Either.Either<string,
 export const slotSchema = (schemaName: string, slotTable: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedName(schemaName, slotTable), Slots.ddl)
 
+/**
+ * The DDL for the candidates' table (see `Store.advertise`), the other
+ * statement {@link PgStore.ensureSchema} runs.
+ *
+ * @since 0.2.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const statement = Either.getOrThrow(PgStore.candidatesSchema("", PgStore.defaultTable + PgStore.candidatesSuffix))
+ * ```
+ */
+export const candidatesSchema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedName(schemaName, table, "candidatesTable"), candidatesDdl)
+
 const microseconds = (ttl: Duration.Duration): string => (Duration.unsafeToNanos(ttl) / 1000n).toString()
 
 const bytes = (payload: Uint8Array | null): Buffer | null =>
@@ -272,6 +318,14 @@ const toSlot = (row: Row): SlotRecord | undefined => {
 }
 
 const dbNow = (row: Row): Date => new Date(Number(text(row, "now")))
+
+const toCandidate = (row: Row): Candidate => ({
+  identity: text(row, "identity"),
+  priority: Number(text(row, "priority")),
+  version: row["version"] ?? null,
+  aliveFor: Duration.millis(Number(text(row, "alive_for"))),
+  ttl: Duration.millis(Number(text(row, "ttl")))
+})
 
 /** Errors a concurrent `CREATE TABLE IF NOT EXISTS` raises when another replica won the race. */
 const lostCreateRace = (error: StoreError): boolean =>
@@ -326,8 +380,14 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
       tableName,
       (name) => qualifiedName(options.schema ?? "", name)
     )
+    const candidates = yield* qualifiedName(
+      options.schema ?? "",
+      options.candidatesTable ?? tableName + candidatesSuffix,
+      "candidatesTable"
+    )
     const timeout = yield* SqlStore.operationTimeout(options)
     const sql = statements(table)
+    const candidateSql = candidateStatements(candidates)
     // A call let in just before its deadline is abandoned at once: its late
     // answer needs about a round trip, hence twice the timeout of grace.
     const slots = connections(pool, Duration.times(timeout, 2))
@@ -377,7 +437,7 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
       table,
       slotTable: Option.getOrUndefined(slotTable),
       ensureSchema: Effect.zipRight(
-        create(ddl(table)),
+        create(`${ddl(table)}\n${candidatesDdl(candidates)}`),
         Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => create(Slots.ddl(name)) })
       ),
       ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slotStore(name) }) }),
@@ -402,6 +462,16 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
           )
         ),
       list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
+      advertise: (name, identity, { priority, version }, ttl) =>
+        Effect.map(
+          run("advertise", candidateSql.advertise, [name, identity, String(priority), microseconds(ttl), version]),
+          (result) => result.rows.map(toCandidate)
+        ),
+      withdraw: (name, identity) => Effect.asVoid(run("withdraw", candidateSql.withdraw, [name, identity])),
+      candidates: Effect.map(
+        run("inspect", candidateSql.candidates, []),
+        (result) => result.rows.map((row) => ({ name: text(row, "name"), ...toCandidate(row) }))
+      )
     })
   }).pipe(SqlStore.withSchema(options))
 

@@ -37,7 +37,7 @@ export interface FaultyStore extends Store.StoreShape {
   readonly calls: Record<Store.Operation, number>
 }
 
-const everyOperation = ["acquire", "renew", "release", "inspect", "claimSlot", "completeSlot", "lastSlot"] as const
+const everyOperation = ["acquire", "renew", "release", "inspect", "advertise", "withdraw", "claimSlot", "completeSlot", "lastSlot"] as const
 
 export const make = (inner: Store.StoreShape): FaultyStore => {
   const faults = new Map<Store.Operation, Fault>()
@@ -46,6 +46,8 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
     renew: 0,
     release: 0,
     inspect: 0,
+    advertise: 0,
+    withdraw: 0,
     ensureSchema: 0,
     claimSlot: 0,
     completeSlot: 0,
@@ -77,6 +79,7 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
       }
     })
   const slots = inner.slots
+  const { advertise, withdraw } = inner
   return {
     set: (fault, operation) => {
       if (operation === undefined) {
@@ -96,6 +99,10 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
         complete: (...args) => wrap("completeSlot", slots.complete(...args)),
         last: (...args) => wrap("lastSlot", slots.last(...args))
       }
+    }),
+    ...(advertise === undefined || withdraw === undefined ? {} : {
+      advertise: (...args) => wrap("advertise", advertise(...args)),
+      withdraw: (...args) => wrap("withdraw", withdraw(...args))
     })
   }
 }

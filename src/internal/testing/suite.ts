@@ -445,6 +445,75 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const invalid = yield* Effect.flip(slots.complete(name, "a", lease.fence, "j", new Date(Number.NaN)))
           expect(invalid).toMatchObject({ _tag: "StoreError", operation: "completeSlot", reason: "at: must be a valid Date, got an object" })
           expect(yield* Effect.flip(slots.last(name, ""))).toMatchObject({ operation: "lastSlot", retryable: false })
+    // Stores without the optional candidate operations pass these vacuously.
+    const withCandidates = (
+      f: (
+        advertise: NonNullable<Store.StoreShape["advertise"]>,
+        withdraw: NonNullable<Store.StoreShape["withdraw"]>
+      ) => Effect.Effect<void, unknown>
+    ) =>
+      withStore(({ advertise, withdraw }) =>
+        advertise === undefined || withdraw === undefined ? Effect.void : f(advertise, withdraw)
+      )
+    const byIdentity = (candidates: ReadonlyArray<Store.Candidate>) =>
+      Object.fromEntries(candidates.map((c) => [c.identity, c]))
+
+    test("candidates: every live one is returned with database-derived durations; a lapse restarts aliveFor", () =>
+      withCandidates((advertise, withdraw) =>
+        Effect.gen(function*() {
+          const name = uniqueName("candidates")
+          const first = yield* advertise(name, "a", { priority: 1, version: "1.2.0" }, short)
+          expect(first).toHaveLength(1)
+          expect(first[0]).toMatchObject({ identity: "a", priority: 1, version: "1.2.0" })
+          // Live servers take a moment between a store's statements.
+          expect(Duration.toMillis(first[0]!.aliveFor)).toBeLessThan(50)
+          expect(Duration.toMillis(first[0]!.ttl)).toBeLessThanOrEqual(Duration.toMillis(short))
+          expect(Duration.toMillis(first[0]!.ttl)).toBeGreaterThan(Duration.toMillis(short) - 50)
+          yield* elapse(Duration.millis(50))
+          const both = byIdentity(yield* advertise(name, "b", { priority: -2_147_483_648, version: null }, long))
+          expect(Object.keys(both).sort()).toEqual(["a", "b"])
+          expect(both["b"]).toMatchObject({ priority: -2_147_483_648, version: null })
+          expect(Duration.toMillis(both["a"]!.aliveFor)).toBeGreaterThanOrEqual(50)
+          // Renewed in time: a keeps counting, with what it declares now.
+          yield* elapse(Duration.millis(50))
+          const again = byIdentity(yield* advertise(name, "a", { priority: 2_147_483_647, version: "2" }, short))
+          expect(again["a"]).toMatchObject({ priority: 2_147_483_647, version: "2" })
+          expect(Duration.toMillis(again["a"]!.aliveFor)).toBeGreaterThanOrEqual(100)
+          // a lapses: it is no longer a candidate, and comes back from zero.
+          yield* elapse(pastShort)
+          expect(Object.keys(byIdentity(yield* advertise(name, "b", { priority: 0, version: null }, long)))).toEqual(["b"])
+          const back = byIdentity(yield* advertise(name, "a", { priority: 1, version: null }, short))
+          expect(Duration.toMillis(back["a"]!.aliveFor)).toBeLessThan(50)
+          expect(Duration.toMillis(back["b"]!.aliveFor)).toBeGreaterThanOrEqual(Duration.toMillis(pastShort))
+          // Withdrawn at once, idempotently; other elections untouched.
+          yield* withdraw(name, "b")
+          yield* withdraw(name, "b")
+          const other = uniqueName("candidates-other")
+          expect(yield* advertise(other, "c", { priority: 0, version: null }, long)).toHaveLength(1)
+          expect(Object.keys(byIdentity(yield* advertise(name, "a", { priority: 1, version: null }, short)))).toEqual([
+            "a"
+          ])
+        })
+      ))
+
+    test("candidates: priority and version are held to their limits at the store boundary", () =>
+      withCandidates((advertise, withdraw) =>
+        Effect.gen(function*() {
+          const name = uniqueName("candidate-limits")
+          const refused = (candidacy: Store.Candidacy, field: string) =>
+            Effect.gen(function*() {
+              const error = yield* Effect.flip(advertise(name, "a", candidacy, long))
+              expect(error).toMatchObject({ _tag: "StoreError", operation: "advertise", retryable: false })
+              expect(error.reason.startsWith(`${field}: `)).toBe(true)
+            })
+          yield* refused({ priority: 2 ** 31, version: null }, "priority")
+          yield* refused({ priority: 1.5, version: null }, "priority")
+          yield* refused({ priority: 0, version: "v".repeat(Store.maxVersionBytes + 1) }, "version")
+          const error = yield* Effect.flip(withdraw(name, "a\u0000"))
+          expect(error).toMatchObject({ operation: "withdraw", retryable: false })
+          const longest = "é".repeat(Store.maxVersionBytes / 2) + "v"
+          const [kept] = yield* advertise(name, "a", { priority: 0, version: longest }, long)
+          expect(kept?.version).toBe(longest)
         })
       ))
   }
