@@ -445,6 +445,9 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const invalid = yield* Effect.flip(slots.complete(name, "a", lease.fence, "j", new Date(Number.NaN)))
           expect(invalid).toMatchObject({ _tag: "StoreError", operation: "completeSlot", reason: "at: must be a valid Date, got an object" })
           expect(yield* Effect.flip(slots.last(name, ""))).toMatchObject({ operation: "lastSlot", retryable: false })
+        })
+      ))
+
     // Stores without the optional candidate operations pass these vacuously.
     const withCandidates = (
       f: (
