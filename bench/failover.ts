@@ -4,7 +4,9 @@
  *
  * - crash: the leader stops without releasing (disableRelease), so a
  *   successor must wait for the lease to expire in the database;
- * - clean: the leader shuts down and releases, so the next poll claims it.
+ * - clean: the leader shuts down and releases, so the next poll claims it;
+ * - resign: the leader resigns (and stays out for its hold-off), so the next
+ *   poll of another participant claims it.
  *
  * Failover is measured from the instant the leader is stopped to the
  * successor's onStartedLeading, on one monotonic clock. Each loss lands at a
@@ -121,7 +123,7 @@ const main = async (): Promise<void> => {
         `, safetyMargin 1s (default); ${runs} runs each; round trip (median store call) ${rtt.toFixed(1)}ms`
     )
     const fleetOptions: FleetOptions = { store: where.store }
-    for (const mode of ["crash", "clean"] as const) {
+    for (const mode of ["crash", "clean", "resign"] as const) {
       const samples: Array<number> = []
       // After a crash: how long after the lease expired the successor led.
       const late: Array<number> = []
@@ -134,7 +136,8 @@ const main = async (): Promise<void> => {
           const leader = await fleet.leaderWithin(15_000)
           await sleep(1_000 + Math.random() * Duration.toMillis(timing.renewInterval))
           const at = performance.now()
-          await fleet.stop(leader.id)
+          if (mode === "resign") await fleet.resign(leader.id)
+          else await fleet.stop(leader.id)
           const expiry = mode === "crash" ? await probe.expiry(fleet.name) : undefined
           const next = await fleet.nextTerm(at, 15_000, leader.id)
           samples.push(next.start - at)
@@ -154,7 +157,7 @@ const main = async (): Promise<void> => {
           }ms`
         : `retryPeriod ${seconds(Duration.toMillis(timing.retryPeriod))}`
       console.log(
-        `${mode.padEnd(5)} (${mode === "crash" ? "no release" : "release"}): median ${seconds(median)}, ` +
+        `${mode.padEnd(6)} (${mode === "crash" ? "no release" : "release"}): median ${seconds(median)}, ` +
           `p95 ${seconds(percentile(sorted, 95))}, min ${seconds(sorted[0] ?? Number.NaN)}, max ${
             seconds(sorted.at(-1) ?? Number.NaN)
           }; ${against}`

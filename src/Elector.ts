@@ -34,9 +34,11 @@ import * as Stream from "effect/Stream"
 import type { AlreadyRunning, DuplicateIdentity, IdentityError, InvalidConfig, LastError } from "./ElectorError.js"
 import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
+import * as job from "./internal/job.js"
+import type * as Job from "./Job.js"
 import * as statusJson from "./internal/status.js"
 import { Leadership, type LeadershipShape } from "./Leadership.js"
-import type { Store, StoreError } from "./Store.js"
+import type { Candidacy, Store, StoreError, StoreShape } from "./Store.js"
 
 /**
  * What a participant asks for. Every field but `name` has a default.
@@ -52,6 +54,10 @@ import type { Store, StoreError } from "./Store.js"
  * | `disableRelease` | false |
  * | `onWorkFailure` | `"stepDown"` |
  * | `workFailureBackoff` | leaseDuration |
+ * | `resignHoldOff` | leaseDuration |
+ * | `priority`, `version` | none: not a candidate |
+ * | `versionPolicy` | `"newer"` |
+ * | `preemptAfter` | 2 × leaseDuration |
  * | `failFast` | false |
  *
  * Limits, checked by `validate`, `make` and `layer` (an `InvalidConfig`
@@ -103,6 +109,42 @@ export interface ElectorConfig {
   readonly onWorkFailure?: "stepDown" | "keepLeading" | undefined
   /** After a term ended because its work failed, how long to wait before claiming again. */
   readonly workFailureBackoff?: Duration.DurationInput | undefined
+  /**
+   * After `resign`, how long this participant stays out of the election:
+   * it neither claims nor, with a `priority`, stands as a candidate, so that
+   * another participant takes over.
+   */
+  readonly resignHoldOff?: Duration.DurationInput | undefined
+  /**
+   * Opt-in preferred leaders. With a `priority` (an integer, higher
+   * preferred; default 0 when only `version` is set) or a `version`, this
+   * participant stands as a candidate: it advertises itself in the store
+   * (one row per participant and election, valid for `candidateTtl` on the
+   * database clock, renewed at every poll). A leader that sees a candidate
+   * it prefers, alive without a lapse for `preemptAfter`, hands over as
+   * `resign` does (step-down reason `preempted`), and a follower leaves a
+   * free lease to a live candidate it prefers for up to `candidateTtl`, so
+   * that the handover goes where it should. When the preferred participant
+   * is down, its advertisement lapses and anyone leads. Every participant of
+   * the election should declare one, with one `versionPolicy`. Needs a store
+   * with the candidate operations (the built-in ones have them).
+   */
+  readonly priority?: number | undefined
+  /** This participant's version (at most 255 bytes), compared by `versionPolicy` before `priority`. */
+  readonly version?: string | undefined
+  /**
+   * During a rolling upgrade, where leadership goes: `"newer"` (default)
+   * prefers the highest version, `"older"` the lowest. Versions compare
+   * segment by segment (`1.10.0` after `1.9.2`); no version counts as the
+   * oldest.
+   */
+  readonly versionPolicy?: "newer" | "older" | undefined
+  /**
+   * The hysteresis of preferred leaders: how long a preferred candidate must
+   * have advertised itself without a lapse (a duration the database derives)
+   * before the leader hands over to it.
+   */
+  readonly preemptAfter?: Duration.DurationInput | undefined
   /**
    * When the first store call fails with a fatal `StoreError` (bad
    * credentials, missing table, no privilege), fail `ready`, and with it the
@@ -157,6 +199,13 @@ export interface ResolvedConfig {
   readonly disableRelease: boolean
   readonly onWorkFailure: "stepDown" | "keepLeading"
   readonly workFailureBackoff: Duration.Duration
+  readonly resignHoldOff: Duration.Duration
+  /** What this participant advertises, or null when it is no candidate. */
+  readonly candidacy: Candidacy | null
+  readonly versionPolicy: "newer" | "older"
+  readonly preemptAfter: Duration.Duration
+  /** 2 × (retryPeriod + operationTimeout): how long an advertisement stays valid. */
+  readonly candidateTtl: Duration.Duration
   readonly failFast: boolean
 }
 
@@ -194,6 +243,8 @@ export interface Status {
  */
 export interface ElectorShape {
   readonly config: ResolvedConfig
+  /** The store it elects through. */
+  readonly store: StoreShape
   /** Whether this participant may act as leader right now; re-checks the deadline. */
   readonly isLeader: Effect.Effect<boolean>
   /** The current term's fence token, while leading. */
@@ -219,6 +270,16 @@ export interface ElectorShape {
   readonly ready: Effect.Effect<void, StoreError>
   /** Waits for a term (the current one, if leading) and returns it. */
   readonly leadership: Effect.Effect<LeadershipShape>
+  /**
+   * Hands leadership over, as an operator does before draining a node: ends
+   * the current term now (step-down reason `resigned`) and keeps this
+   * participant out of the election for `resignHoldOff`, so that another one
+   * takes over. Completes once the term has ended: its work interrupted, its
+   * finalizers run, the lease released (or the release given up after
+   * `operationTimeout`). Not leading, it only starts the hold-off; a claim in
+   * flight that wins meanwhile is given up at once, never led under.
+   */
+  readonly resign: Effect.Effect<void>
 }
 
 /**
@@ -473,6 +534,40 @@ export const whileLeader = <A, E, R>(
           yield* Deferred.await(ended)
         })
       )
+    ))
+
+/**
+ * Runs `run` on the leader at each slot of `when` (see `Job` for what is
+ * promised): a cron expression (UTC), a `Cron`, or an Effect `Schedule`,
+ * stepped on the database clock. Each slot runs at most once across
+ * failovers, inside the term that claimed it, with the term's
+ * {@link Leadership} in its context; with `delivery: "atLeastOnce"` a run
+ * interrupted by the end of its term is run again by the next term. A
+ * failing run is logged and counted, and does not end the term. Fails with
+ * `InvalidConfig` when the job name, the cron expression or the delivery is
+ * invalid, or the store records no slots.
+ *
+ * @since 0.3.0
+ * @category combinators
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Elector } from "effect-leaderelection"
+ *
+ * const nightly = Elector.schedule("compact", "0 3 * * *", (slot) =>
+ *   Effect.log(`compacting for ${slot.at.toISOString()} under fence ${slot.fence}`))
+ * ```
+ */
+export const schedule = <E, R>(
+  name: string,
+  when: Job.When,
+  run: (slot: Job.Slot) => Effect.Effect<unknown, E, R>,
+  options: Job.Options = {}
+): Effect.Effect<never, InvalidConfig, Elector | Exclude<R, Leadership>> =>
+  Effect.flatMap(Elector, (elector) =>
+    Effect.flatMap(
+      job.spec(elector.store, name, when, run, options),
+      (spec) => whileLeader(Effect.flatMap(Leadership, (term) => job.term(elector.config, spec, term)))
     ))
 
 /**

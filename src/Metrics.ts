@@ -85,12 +85,14 @@ export const renewLatency = Metric.timerWithBoundaries(
  * - `expired`: the local deadline passed before a renewal confirmed the lease;
  * - `lost`: a renewal found the lease held by someone else, or gone;
  * - `shutdown`: the elector was stopped;
- * - `failed`: the term's work failed (`onWorkFailure: "stepDown"`, the default).
+ * - `failed`: the term's work failed (`onWorkFailure: "stepDown"`, the default);
+ * - `resigned`: `resign` was called;
+ * - `preempted`: a preferred candidate took over (`priority`, `version`).
  *
  * @since 0.1.0
  * @category models
  */
-export type StepDownReason = "expired" | "lost" | "shutdown" | "failed"
+export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resigned" | "preempted"
 
 /**
  * Terms ended, tagged with `reason` ({@link StepDownReason}).
@@ -106,7 +108,7 @@ export type StepDownReason = "expired" | "lost" | "shutdown" | "failed"
  * ```
  */
 export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
-  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed)",
+  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed, resigned, preempted)",
   incremental: true
 })
 
@@ -220,4 +222,25 @@ export const callbacksDropped = Metric.counter("leaderelection_callbacks_dropped
  */
 export const storeFatal = Metric.gauge("leaderelection_store_fatal", {
   description: "1 while store calls of this participant fail with fatal errors, 0 otherwise"
+})
+
+/**
+ * Slots of scheduled jobs (`Elector.schedule`), tagged with `job` and
+ * `outcome` (`Job.Outcome`: `completed`, `failed`, `interrupted`, `skipped`,
+ * `missed`). Summed over an election's processes, `completed` + `failed` +
+ * `interrupted` is the number of runs.
+ *
+ * @since 0.3.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const runs = Metric.value(Metrics.jobSlots.pipe(Metric.tagged("election", "jobs"), Metric.tagged("job", "nightly"), Metric.tagged("outcome", "completed")))
+ * ```
+ */
+export const jobSlots = Metric.counter("leaderelection_job_slots_total", {
+  description: "Scheduled job slots, by job and outcome (completed, failed, interrupted, skipped, missed)",
+  incremental: true
 })

@@ -11,7 +11,7 @@
  */
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as limits from "./internal/limits.js"
@@ -23,7 +23,23 @@ import type { Lease } from "./Lease.js"
  * @since 0.1.0
  * @category models
  */
-export type Operation = "acquire" | "renew" | "release" | "inspect" | "ensureSchema"
+export type Operation =
+  | "acquire"
+  | "renew"
+  | "release"
+  | "inspect"
+  | "advertise"
+  | "withdraw"
+  | "ensureSchema"
+  | SlotOperation
+
+/**
+ * The operations of {@link SlotStore}, the record of scheduled job slots.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type SlotOperation = "claimSlot" | "completeSlot" | "lastSlot"
 
 /**
  * A renewal's guard (name, holder, fence, not yet expired on the database
@@ -143,6 +159,43 @@ export const isFatal = (u: unknown): u is StoreError => isStoreError(u) && !u.re
 export const isStoreError = (u: unknown): u is StoreError => Predicate.isTagged(u, "StoreError")
 
 /**
+ * What a participant standing as a candidate declares: its `priority` (an
+ * integer, higher preferred; at most `Lease`'s 32-bit range) and its
+ * `version` (at most {@link maxVersionBytes} bytes of UTF-8, or null).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Candidacy {
+  readonly priority: number
+  readonly version: string | null
+}
+
+/**
+ * The longest `version` a candidacy may carry, in bytes of UTF-8.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const maxVersionBytes = 255
+
+/**
+ * A live candidate of an election, as one store statement saw it. Both
+ * durations were derived by the database within that statement: they are
+ * safe to compare with durations, never with a local clock's instants.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Candidate extends Candidacy {
+  readonly identity: string
+  /** How long the candidate has advertised itself without a lapse (its row never expired meanwhile). */
+  readonly aliveFor: Duration.Duration
+  /** How long its advertisement stays valid unless renewed. */
+  readonly ttl: Duration.Duration
+}
+
+/**
  * The operations of a lease store.
  *
  * @since 0.1.0
@@ -182,6 +235,112 @@ export interface StoreShape {
   readonly release: (name: string, identity: string, fence: bigint) => Effect.Effect<void, StoreError>
   /** Reads the record without changing it. */
   readonly inspect: (name: string) => Effect.Effect<Lease, NoLease | StoreError>
+  /**
+   * Optional (the built-in stores have it): what a participant with a
+   * `priority` needs, refused at construction by an elector over a store
+   * without it.
+   *
+   * Advertises `identity` as a candidate of the election for `ttl` on the
+   * database clock (one row per participant and election, apart from the
+   * lease), and returns every live candidate, the caller included. A
+   * candidate whose advertisement had expired starts a new `aliveFor` from
+   * zero. Advertisements that expired more than `ttl` ago may be deleted.
+   */
+  readonly advertise?: (
+    name: string,
+    identity: string,
+    candidacy: Candidacy,
+    ttl: Duration.Duration
+  ) => Effect.Effect<ReadonlyArray<Candidate>, StoreError>
+  /** Removes the candidate's advertisement at once. Idempotent. Present with `advertise`. */
+  readonly withdraw?: (name: string, identity: string) => Effect.Effect<void, StoreError>
+  /**
+   * The record of scheduled job slots (`Elector.schedule`). Optional: a store
+   * without it elects as well, and refuses scheduled jobs.
+   */
+  readonly slots?: SlotStore | undefined
+}
+
+/**
+ * One slot of a scheduled job as the database holds it: the slot's instant
+ * (computed by the job's schedule on the database clock), the fence of the
+ * term that started it, and when it was started and completed on the
+ * database clock.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface SlotRecord {
+  readonly job: string
+  /** The scheduled instant: the slot's identity, whole milliseconds. */
+  readonly at: Date
+  /** The fence of the term that (last) started it. */
+  readonly fence: bigint
+  readonly startedAt: Date
+  /** `null` while it has not completed: running, or interrupted mid-run. */
+  readonly completedAt: Date | null
+}
+
+/**
+ * What a claim found.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface SlotClaim {
+  /** The slot is the caller's to run now, under its fence. */
+  readonly claimed: boolean
+  /** The slot's row after the claim; `undefined` when a concurrent claim hid it. */
+  readonly slot: SlotRecord | undefined
+  /** The database clock when the claim was decided. */
+  readonly now: Date
+}
+
+/**
+ * The record of scheduled job slots, beside the leases. Every operation is
+ * one statement (or one short transaction) guarded by the caller's term:
+ * the lease row must still be held by `identity` under `fence` and be
+ * unexpired on the database clock, or it fails with `LeaseLost` and changes
+ * nothing. That is what keeps a deposed leader's late claim or completion
+ * from counting.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface SlotStore {
+  /**
+   * Starts slot `at` of `job` under the caller's term. It is claimed when no
+   * term has started it yet; or when this term already claimed it and has
+   * not completed it (a retry whose first reply was lost); or, with
+   * `reclaim`, when an older term started it and never completed it (an
+   * interrupted run, re-run at least once). Otherwise it is left untouched
+   * and reported as found.
+   */
+  readonly claim: (
+    name: string,
+    identity: string,
+    fence: bigint,
+    job: string,
+    at: Date,
+    reclaim: boolean
+  ) => Effect.Effect<SlotClaim, LeaseLost | StoreError>
+  /**
+   * Records that the caller's run of the slot has ended, guarded by the
+   * caller's term and by the slot's fence being the caller's. Returns the
+   * database clock.
+   */
+  readonly complete: (
+    name: string,
+    identity: string,
+    fence: bigint,
+    job: string,
+    at: Date
+  ) => Effect.Effect<Date, LeaseLost | StoreError>
+  /** The job's latest slot (by instant), if any, with the database clock. */
+  readonly last: (
+    name: string,
+    job: string
+  ) => Effect.Effect<{ readonly now: Date; readonly slot: SlotRecord | undefined }, StoreError>
 }
 
 /**

@@ -11,6 +11,10 @@ export * as ElectorError from "./ElectorError.js"
  */
 export * as Health from "./Health.js"
 /**
+ * @since 0.3.0
+ */
+export * as Job from "./Job.js"
+/**
  * @since 0.1.0
  */
 export * as Leadership from "./Leadership.js"

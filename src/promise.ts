@@ -15,6 +15,7 @@
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Fiber from "effect/Fiber"
@@ -30,6 +31,8 @@ import * as Elector from "./Elector.js"
 import type { LastError } from "./ElectorError.js"
 import { formatDuration } from "./internal/config.js"
 import * as internal from "./internal/elector.js"
+import * as jobs from "./internal/job.js"
+import type * as Job from "./Job.js"
 import { Store, type StoreShape } from "./Store.js"
 
 /**
@@ -65,6 +68,12 @@ export interface PromiseElectorOptions
    */
   readonly onNewLeader?: ((identity: string, fence: bigint) => void) | undefined
   /**
+   * Leader-only scheduled jobs: each runs on the leader at the slots of its
+   * schedule, each slot at most once across failovers (see
+   * `Elector.schedule` and `Job`).
+   */
+  readonly jobs?: ReadonlyArray<PromiseJob> | undefined
+  /**
    * Called each time the elector enters `failed`: when `start()` fails, and
    * when the election loop ends by itself while running. Not called for
    * failures the elector handles (store errors, lost leases: see
@@ -77,6 +86,39 @@ export interface PromiseElectorOptions
    * Effect's default logger (the console).
    */
   readonly logLevel?: LogLevel.Literal | undefined
+}
+
+/**
+ * A leader-only scheduled job for Promise callers.
+ *
+ * @since 0.3.0
+ * @category models
+ * @example
+ * ```ts
+ * import type { PromiseJob } from "effect-leaderelection/promise"
+ *
+ * const compact: PromiseJob = {
+ *   name: "compact",
+ *   schedule: "0 3 * * *",
+ *   run: async (signal, slot) => {
+ *     if (!signal.aborted) console.log(`compacting for ${slot.at.toISOString()} under fence ${slot.fence}`)
+ *   }
+ * }
+ * ```
+ */
+export interface PromiseJob {
+  /** The job's name, unique within the election. */
+  readonly name: string
+  /** A cron expression (read in UTC), a `Cron`, or an Effect `Schedule`. */
+  readonly schedule: Job.When
+  /**
+   * Runs one slot. `signal` is aborted when the term ends: stop promptly.
+   * The run is not waited for after the abort; a rejection is logged and
+   * counted as `failed`.
+   */
+  readonly run: (signal: AbortSignal, slot: Job.Slot) => void | Promise<void>
+  /** `"atMostOnce"` (default) or `"atLeastOnce"`: see `Job.Delivery`. */
+  readonly delivery?: Job.Delivery | undefined
 }
 
 /**
@@ -168,6 +210,14 @@ export interface PromiseElector {
    * `stopped`, rejected at once while `failed`.
    */
   readonly done: () => Promise<void>
+  /**
+   * Hands leadership over, as before draining a node: ends the current term
+   * now (its signal aborted, `onStartedLeading` settled or given up on, the
+   * lease released) and keeps this participant out of the election for
+   * `resignHoldOff`, so that another one takes over. Resolves once the term
+   * has ended; at once when not running. Never rejects.
+   */
+  readonly resign: () => Promise<void>
   /** Whether this participant may act as leader right now; re-checks the deadline. */
   readonly isLeader: () => boolean
   /** The current term's fence token, while leading. */
@@ -255,9 +305,14 @@ interface Waiter {
  * ```
  */
 export const createElector = (options: PromiseElectorOptions): PromiseElector => {
-  const { logLevel, onError, onNewLeader, onStartedLeading, onStoppedLeading, store, ...config } = options
+  const { jobs: scheduled = [], logLevel, onError, onNewLeader, onStartedLeading, onStoppedLeading, store, ...config } =
+    options
   const validated = Effect.runSyncExit(Elector.validate(config))
   if (Exit.isFailure(validated)) throw Cause.squash(validated.cause)
+  for (const job of scheduled) {
+    const checked = jobs.check(job.name, job.schedule, job)
+    if (Either.isLeft(checked)) throw checked.left
+  }
   const { identity, leaseDuration, name } = validated.value
   const layer: Layer.Layer<Store, unknown> = "acquire" in store ? Layer.succeed(Store, store) : store
 
@@ -304,6 +359,16 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
           )
         ),
         Effect.ensuring(Effect.sync(() => controller.abort()))
+      )
+    })
+
+  // A job's run: aborted, and no longer waited for, when the term ends.
+  const slot = (job: PromiseJob) => (at: Job.Slot) =>
+    Effect.suspend(() => {
+      const controller = new AbortController()
+      return Effect.promise(() => invoke(() => job.run(controller.signal, at))).pipe(
+        Effect.flatten,
+        Effect.onInterrupt(() => Effect.sync(() => controller.abort()))
       )
     })
 
@@ -382,7 +447,13 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   const program = (current: Run): Effect.Effect<never, unknown> =>
     Effect.gen(function*() {
       const elector = yield* internal.make(electorConfig)
+      if (scheduled.length > 0) yield* jobs.slotStore(elector.store)
       const running = yield* Effect.fork(elector.run)
+      for (const job of scheduled) {
+        yield* Effect.forkScoped(
+          Elector.schedule(job.name, job.schedule, slot(job), job).pipe(Effect.provideService(Elector.Elector, elector))
+        )
+      }
       // Under failFast, start() settles on the first store answer and rejects
       // with a fatal one; the race also fails the start if run ends first.
       if (elector.config.failFast) yield* Effect.raceFirst(elector.ready, Fiber.join(running))
@@ -499,6 +570,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
           if (failure === undefined) ending.push({ start: false, resolve, reject })
           else reject(failure.error)
         }),
+    resign: () => run?.elector === undefined ? Promise.resolve() : Effect.runPromise(run.elector.resign),
     // Read without running an effect: these are called on hot paths, and re-check the deadline every time.
     isLeader: () => run?.elector?.unsafeIsLeader() ?? false,
     fence: () => run?.elector?.unsafeFence(),

@@ -27,7 +27,10 @@ describe("Elector config", () => {
       operationTimeout: millis(config.operationTimeout),
       safetyMargin: millis(config.safetyMargin),
       retryDelay: millis(config.retryDelay),
-      workFailureBackoff: millis(config.workFailureBackoff)
+      workFailureBackoff: millis(config.workFailureBackoff),
+      resignHoldOff: millis(config.resignHoldOff),
+      preemptAfter: millis(config.preemptAfter),
+      candidateTtl: millis(config.candidateTtl)
     }).toEqual({
       name: "jobs",
       identity: "a",
@@ -41,6 +44,11 @@ describe("Elector config", () => {
       disableRelease: false,
       onWorkFailure: "stepDown",
       workFailureBackoff: 15_000,
+      resignHoldOff: 15_000,
+      candidacy: null,
+      versionPolicy: "newer",
+      preemptAfter: 30_000,
+      candidateTtl: 12_000,
       failFast: false
     })
   })

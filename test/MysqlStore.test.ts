@@ -38,7 +38,9 @@ const admin = Effect.acquireRelease(
 
 afterAll(async () => {
   const connection = await Mysql.createConnection(server)
-  for (const name of tables) await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
+  for (const name of tables.flatMap((table) => [table, `${table}_slots`, table + MysqlStore.candidatesSuffix])) {
+    await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
+  }
   await connection.end()
 })
 

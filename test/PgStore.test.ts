@@ -28,7 +28,11 @@ const sql = (text: string, values: Array<unknown> = []) =>
 const dropped: Array<string> = [directTable, pooledTable]
 afterAll(() =>
   withClient(directUrl, async (client) => {
-    for (const table of dropped) await client.query(`DROP TABLE IF EXISTS ${table}`)
+    for (const table of dropped) {
+      // The slot and candidates' tables beside it (names in `dropped` may be quoted).
+      const beside = (suffix: string) => table.endsWith("\"") ? `${table.slice(0, -1)}${suffix}"` : `${table}${suffix}`
+      await client.query(`DROP TABLE IF EXISTS ${table}, ${beside("_slots")}, ${beside(PgStore.candidatesSuffix)}`)
+    }
   })
 )
 

@@ -112,6 +112,42 @@ for (const dialect of dialects) {
         expect(cells(gamma)).toEqual(["gamma", "node-c", "1", "-", "-", expect.stringMatching(/^expired \d+ms ago \(nobody leads\)$/)])
       }))
 
+    it.live("status shows each election's live candidates with their priorities, and none without their table", () =>
+      Effect.gen(function*() {
+        const table = `${dialect.table}_p`
+        const bare = `${dialect.table}_q`
+        yield* Effect.scoped(Effect.gen(function*() {
+          const store = yield* dialect.open(table)
+          yield* store.ensureSchema
+          yield* store.acquire("alpha", "node-a", Duration.seconds(15), null)
+          yield* store.advertise("alpha", "node-a", { priority: 5, version: "2.0" }, Duration.seconds(15))
+          yield* store.advertise("alpha", "node-b", { priority: 1, version: null }, Duration.seconds(15))
+        }))
+        // Only the lease table, as a deployment that never used priorities has.
+        const ddl = Either.getOrThrow(dialect.name === "PostgreSQL" ? PgStore.schema("", bare) : MysqlStore.schema("", bare))
+        yield* Effect.promise(async () => {
+          if (dialect.name === "PostgreSQL") await withPg((c) => c.query(ddl))
+          else await withMysql((c) => c.query(ddl))
+        })
+        const run = yield* cli("status", "--url", dialect.url, "--table", table)
+        expect(run.err).toEqual([])
+        const lines = run.stdout().split("\n")
+        expect(lines[2]).toBe("")
+        expect(cells(lines[3])).toEqual(["ELECTION", "CANDIDATE", "PRIORITY", "VERSION", "ALIVE FOR", "STATE"])
+        expect(cells(lines[4])).toEqual(["alpha", "node-a", "5", "2.0", expect.stringMatching(/^\d+ms$/), "leading"])
+        expect(cells(lines[5])).toEqual(["alpha", "node-b", "1", "-", expect.stringMatching(/^\d+ms$/), "standing"])
+        const json = JSON.parse((yield* cli("status", "--json", "--url", dialect.url, "--table", table)).out[0] ?? "")
+        expect(json.candidates.map((c: { identity: string; priority: number }) => [c.identity, c.priority])).toEqual([
+          ["node-a", 5],
+          ["node-b", 1]
+        ])
+        const none = yield* cli("status", "--url", dialect.url, "--table", bare)
+        expect(none.err).toEqual([])
+        expect(none.stdout()).toBe(`no elections in ${dialect.name === "PostgreSQL" ? `"${bare}"` : `\`${bare}\``}`)
+      }).pipe(Effect.ensuring(Effect.promise(async () => {
+        for (const t of ["_p", "_p_candidates", "_q"]) await dialect.drop(`${dialect.table}${t}`)
+      }))))
+
     it.live("status --json is one object: every election with its state and durations", () =>
       Effect.gen(function*() {
         const run = yield* cli("status", "--json", "--url", dialect.url, "--table", dialect.table)

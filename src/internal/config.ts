@@ -40,6 +40,8 @@ type DurationField =
   | "operationTimeout"
   | "safetyMargin"
   | "workFailureBackoff"
+  | "resignHoldOff"
+  | "preemptAfter"
 
 /** The fields a config may carry, each refused with its name when it has the wrong type. */
 const optional = (
@@ -117,6 +119,19 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, In
       })
     }
     const workFailureBackoff = yield* duration("workFailureBackoff", leaseDuration)
+    const resignHoldOff = yield* duration("resignHoldOff", leaseDuration)
+    const candidacy = config.priority === undefined && config.version === undefined ? null : {
+      priority: yield* limits.priority(config.priority ?? 0),
+      version: yield* limits.version(config.version ?? null)
+    }
+    const versionPolicy = config.versionPolicy ?? "newer"
+    if (versionPolicy !== "newer" && versionPolicy !== "older") {
+      return yield* new InvalidConfig({
+        field: "versionPolicy",
+        reason: `must be "newer" or "older", got ${JSON.stringify(String(versionPolicy))}`
+      })
+    }
+    const preemptAfter = yield* duration("preemptAfter", Duration.times(leaseDuration, 2))
     yield* optional("failFast", config.failFast, Predicate.isBoolean, "a boolean")
     return {
       name,
@@ -131,6 +146,13 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, In
       disableRelease: config.disableRelease ?? false,
       onWorkFailure,
       workFailureBackoff,
+      resignHoldOff,
+      candidacy,
+      versionPolicy,
+      preemptAfter,
+      // Outlives one lost advertisement: two polls, each up to retryPeriod
+      // apart and taking up to operationTimeout.
+      candidateTtl: Duration.times(Duration.sum(retryPeriod, operationTimeout), 2),
       failFast: config.failFast ?? false
     }
   })

@@ -18,7 +18,7 @@ import {
   AlreadyRunning,
   DuplicateIdentity,
   type IdentityError,
-  type InvalidConfig,
+  InvalidConfig,
   type LastError,
   LeaseExpiredLocally
 } from "../ElectorError.js"
@@ -26,7 +26,8 @@ import * as Lease from "../Lease.js"
 import type { LeadershipShape } from "../Leadership.js"
 import type * as Metrics from "../Metrics.js"
 import * as Store from "../Store.js"
-import { type Operation, StoreError } from "../Store.js"
+import { type Candidate, type Operation, StoreError } from "../Store.js"
+import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Instrumentation from "./instrumentation.js"
 import { jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
@@ -42,6 +43,8 @@ interface Term {
   readonly work: Scope.CloseableScope
   /** Completed with the reason the term must end, by whichever notices first. */
   readonly stop: Deferred.Deferred<StepDown>
+  /** Completed once the term has fully ended: work stopped, finalizers run, lease released. */
+  readonly ended: Deferred.Deferred<void>
 }
 
 interface Observed {
@@ -69,7 +72,7 @@ interface InFlight {
 }
 
 /** Why a term ended, other than shutdown. */
-type StepDown = "expired" | "lost" | "failed"
+type StepDown = "expired" | "lost" | "failed" | "resigned" | "preempted"
 
 /** A follower's next step: look at the record, or try to take it. */
 type Step = "poll" | "claim"
@@ -138,6 +141,17 @@ export const make = (
     const { identity, leaseDuration, name, payload, safetyMargin } = config
     yield* register(name, identity)
     const store = yield* Store.Store
+    const { advertise, withdraw } = store
+    const { candidacy } = config
+    const standing = candidacy === null || advertise === undefined || withdraw === undefined
+      ? undefined
+      : { candidacy, advertise, withdraw }
+    if (candidacy !== null && standing === undefined) {
+      return yield* new InvalidConfig({
+        field: input.priority === undefined ? "version" : "priority",
+        reason: "needs a store with the candidate operations (advertise, withdraw)"
+      })
+    }
     const clock = yield* Effect.clock
     const nowNanos = clock.currentTimeNanos
     const instrumentation = yield* Instrumentation.make(name, identity)
@@ -437,6 +451,20 @@ export const make = (
         return next.claim ? "claim" : "poll"
       })
 
+    // Advertises this participant (when it is a candidate) and returns the
+    // live candidates it prefers to itself; none when the call fails.
+    const rivals: Effect.Effect<ReadonlyArray<Candidate>> = standing === undefined
+      ? Effect.succeed([])
+      : call("advertise", standing.advertise(name, identity, standing.candidacy, config.candidateTtl)).pipe(
+        Effect.map((candidates) =>
+          candidates.filter((c) => c.identity !== identity && outranks(c, standing.candidacy, config.versionPolicy))
+        ),
+        Effect.catchAll((error) => Effect.as(failed(error), []))
+      )
+    const withdrawal: Effect.Effect<void> = standing === undefined
+      ? Effect.void
+      : call("withdraw", standing.withdraw(name, identity)).pipe(Effect.catchAll(failed))
+
     const releaseLease = (fence: bigint) =>
       call("release", store.release(name, identity, fence), fence).pipe(
         Effect.as(true),
@@ -445,12 +473,19 @@ export const make = (
 
     // The highest fence any term of this participant has used.
     let ledUnder = -1n
+    // The term that has started and not yet fully ended.
+    let active: Term | undefined
+    // Local monotonic nanoseconds until which this participant stays out of the election.
+    let heldOffUntil = 0n
+    // Whether the last poll saw a live candidate this participant prefers to itself.
+    let outranked = false
 
     const startTerm = (fence: bigint, deadline: bigint) =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
         const work = yield* Scope.make()
         const stop = yield* Deferred.make<StepDown>()
+        const ended = yield* Deferred.make<void>()
         // Work that fails or dies ends the term (unless told to keep
         // leading): a leader whose work is dead would otherwise hold the
         // lease while doing nothing. Interruption is how a term ends, not a
@@ -477,8 +512,9 @@ export const make = (
           isLeader: Effect.sync(() => leading()?.fence === fence),
           fork: (effect) => fork("work", effect)
         }
-        const term: Term = { fence, deadline, leadership, scope, work, stop }
+        const term: Term = { fence, deadline, leadership, scope, work, stop, ended }
         ledUnder = fence
+        active = term
         yield* update((s) => ({ ...s, term: Option.some(term) }))
         yield* instrumentation.termStarted
         yield* Effect.logInfo(`started leading under fence ${fence}`)
@@ -563,8 +599,24 @@ export const make = (
         // release goes ahead.
         yield* contain("finalizer", () => Scope.close(term.scope, Exit.void))
         if (reason !== "lost" && !(reason === "shutdown" && config.disableRelease)) yield* releaseLease(term.fence)
+        active = undefined
+        yield* Deferred.succeed(term.ended, undefined)
         const onStoppedLeading = input.onStoppedLeading
         if (onStoppedLeading !== undefined) yield* advise("onStoppedLeading", () => onStoppedLeading)
+      })
+
+    // A preferred candidate that has been alive for preemptAfter takes over:
+    // the term ends as a resignation does, without the hold-off.
+    const challenges = (stop: Deferred.Deferred<StepDown>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        while (true) {
+          yield* clock.sleep(jittered(config.retryPeriod, yield* Random.next))
+          const due = (yield* rivals).find((c) => Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter))
+          if (due !== undefined) {
+            yield* Effect.logInfo(`handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`)
+            return yield* Deferred.succeed(stop, "preempted")
+          }
+        }
       })
 
     const lead = (fence: bigint, sentAt: bigint, deadline: bigint) =>
@@ -577,8 +629,11 @@ export const make = (
             const guard = yield* Effect.fork(watchdog(stop, wake))
             const first = renewalDelay(config.renewInterval, yield* Random.next, true)
             const renewer = yield* Effect.fork(renewals(fence, sentAt + Duration.unsafeToNanos(first), stop, wake))
+            const challenger = yield* Effect.fork(standing === undefined ? Effect.void : challenges(stop))
             return yield* Deferred.await(stop).pipe(
-              Effect.ensuring(Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard)))
+              Effect.ensuring(
+                Effect.zipRight(Fiber.interrupt(challenger), Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard)))
+              )
             )
           }),
         endTerm
@@ -603,6 +658,11 @@ export const make = (
         yield* releaseLease(lease.fence)
         return yield* pause()
       }
+      // Won, but resigned while the claim was in flight.
+      if ((yield* nowNanos) < heldOffUntil) {
+        yield* releaseLease(lease.fence)
+        return "poll"
+      }
       const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
       // Won, but with too little time left to prove it: the next poll gives it up.
       if (deadline <= (yield* nowNanos)) return yield* pause()
@@ -613,6 +673,8 @@ export const make = (
     })
 
     const poll: Effect.Effect<Step> = Effect.gen(function*() {
+      const preferred = yield* rivals
+      outranked = preferred.length > 0
       const seen = yield* Effect.either(call("inspect", store.inspect(name)))
       const replyAt = yield* nowNanos
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
@@ -629,12 +691,30 @@ export const make = (
       } else if (lease !== undefined && !Lease.isExpired(lease)) {
         return yield* pause({ lease, replyAt })
       }
+      // Free, and a preferred candidate is alive: leave the lease to it, for
+      // as long as a live candidate needs to claim it (it may have died since
+      // its last advertisement).
+      if (
+        lease !== undefined && outranked &&
+        lease.now.getTime() - lease.expiresAt.getTime() < Duration.toMillis(config.candidateTtl)
+      ) return yield* pause()
       return yield* claim
     })
 
     const follow: Effect.Effect<never> = Effect.gen(function*() {
       let step = "poll" as Step
-      while (true) step = yield* (step === "claim" ? claim : poll)
+      while (true) {
+        // Resigned: out of the election until the hold-off ends (a second resign extends it).
+        let wait = heldOffUntil - (yield* nowNanos)
+        if (wait > 0n) yield* withdrawal
+        while (wait > 0n) {
+          yield* clock.sleep(Duration.nanos(wait))
+          wait = heldOffUntil - (yield* nowNanos)
+        }
+        // Claiming at a seen lease's expiry skips the look at the record:
+        // not while a preferred candidate is alive, which may claim it.
+        step = yield* (step === "claim" && !outranked ? claim : poll)
+      }
     })
 
     // The fiber running `run`, so that closing the elector's scope stops it.
@@ -651,9 +731,12 @@ export const make = (
         Effect.tapErrorCause((cause) =>
           Effect.zipRight(Effect.logFatal("the elector stopped", cause), Deferred.failCause(ready, cause))
         ),
-        Effect.ensuring(Effect.sync(() => {
-          runner = undefined
-        })),
+        Effect.ensuring(Effect.zipRight(
+          withdrawal,
+          Effect.sync(() => {
+            runner = undefined
+          })
+        )),
         Effect.withClock(clock),
         annotate
       )
@@ -667,8 +750,18 @@ export const make = (
       Effect.orDie
     )
 
+    const resign = Effect.gen(function*() {
+      heldOffUntil = (yield* nowNanos) + Duration.unsafeToNanos(config.resignHoldOff)
+      const term = active
+      if (term === undefined) return
+      yield* Deferred.succeed(term.stop, "resigned")
+      yield* Deferred.await(term.ended)
+    })
+
     return {
       config,
+      store,
+      resign,
       isLeader: Effect.sync(() => leading() !== undefined),
       fence: Effect.sync(() => Option.fromNullable(leading()?.fence)),
       unsafeIsLeader: () => leading() !== undefined,

@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import { InvalidConfig } from "../ElectorError.js"
 import * as Lease from "../Lease.js"
-import { type Operation, StoreError, type StoreShape } from "../Store.js"
+import { maxVersionBytes, type Operation, StoreError, type StoreShape } from "../Store.js"
 
 const loneSurrogate = /\p{Cs}/u
 
@@ -117,9 +117,44 @@ export const duration = (
         : Either.right(d)
   })
 
+/** A job name: the same limits as an election name. */
+export const job = (value: unknown): Either.Either<string, InvalidConfig> => text("job", value, Lease.maxNameBytes)
+
+/** A slot instant: a valid `Date`. */
+const instant = (value: unknown): Either.Either<Date, InvalidConfig> =>
+  Predicate.isDate(value) && Number.isFinite(value.getTime())
+    ? Either.right(value)
+    : refuse("at", `must be a valid Date, got ${kind(value)}`)
+/** A candidacy's priority: an integer PostgreSQL's and MySQL's `integer` hold. */
+export const priority = (value: unknown, field = "priority"): Either.Either<number, InvalidConfig> =>
+  Number.isSafeInteger(value) && (value as number) >= -2_147_483_648 && (value as number) <= 2_147_483_647
+    ? Either.right(value as number)
+    : refuse(field, `must be an integer from -2147483648 to 2147483647, got ${show(value)}`)
+
+/** A candidacy's version, or null. */
+export const version = (value: unknown, field = "version"): Either.Either<string | null, InvalidConfig> =>
+  value === null ? Either.right(null) : text(field, value, maxVersionBytes)
+
 const first = (
   checks: ReadonlyArray<Either.Either<unknown, InvalidConfig>>
 ): Option.Option<InvalidConfig> => Option.firstSomeOf(checks.map(Either.getLeft))
+
+/** The candidate operations of `store`, guarded, when it has them. */
+const candidates = (
+  store: StoreShape,
+  guard: <A, E>(
+    operation: Operation,
+    checks: ReadonlyArray<Either.Either<unknown, InvalidConfig>>,
+    call: () => Effect.Effect<A, E>
+  ) => Effect.Effect<A, E | StoreError>
+): Pick<StoreShape, "advertise" | "withdraw"> => {
+  const { advertise, withdraw } = store
+  return advertise === undefined || withdraw === undefined ? {} : {
+    advertise: (n, i, c, ttl) =>
+      guard("advertise", [name(n), identity(i), priority(c.priority), version(c.version)], () => advertise(n, i, c, ttl)),
+    withdraw: (n, i) => guard("withdraw", [name(n), identity(i)], () => withdraw(n, i))
+  }
+}
 
 /**
  * Holds a store to the documented limits: a call whose name, identity or
@@ -139,12 +174,23 @@ export const enforce = <S extends StoreShape>(store: S): S => {
           new StoreError({ operation, retryable: false, reason: `${invalid.field}: ${invalid.reason}`, cause: invalid })
         )
     })
+  const slots = store.slots
   return {
     ...store,
+    ...(slots === undefined ? {} : {
+      slots: {
+        claim: (n, i, fence, j, at, reclaim) =>
+          guard("claimSlot", [name(n), identity(i), job(j), instant(at)], () => slots.claim(n, i, fence, j, at, reclaim)),
+        complete: (n, i, fence, j, at) =>
+          guard("completeSlot", [name(n), identity(i), job(j), instant(at)], () => slots.complete(n, i, fence, j, at)),
+        last: (n, j) => guard("lastSlot", [name(n), job(j)], () => slots.last(n, j))
+      }
+    }),
     acquire: (n, i, ttl, p) => guard("acquire", [name(n), identity(i), payload(p)], () => store.acquire(n, i, ttl, p)),
     renew: (n, i, fence, ttl, p) =>
       guard("renew", [name(n), identity(i), payload(p)], () => store.renew(n, i, fence, ttl, p)),
     release: (n, i, fence) => guard("release", [name(n), identity(i)], () => store.release(n, i, fence)),
-    inspect: (n) => guard("inspect", [name(n)], () => store.inspect(n))
+    inspect: (n) => guard("inspect", [name(n)], () => store.inspect(n)),
+    ...candidates(store, guard)
   }
 }

@@ -16,7 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
-import { LeaseLost, NoLease, Store, type StoreShape } from "../Store.js"
+import { type Candidacy, type Candidate, LeaseLost, NoLease, type SlotRecord, Store, type StoreShape } from "../Store.js"
 
 /**
  * The clock a {@link make | MemoryStore} stamps its records with.
@@ -96,6 +96,11 @@ interface Row {
   readonly expiresAt: number
 }
 
+interface Advertisement extends Candidacy {
+  readonly since: number
+  readonly expiresAt: number
+}
+
 const toLease = (name: string, row: Row, now: number): Lease => ({
   name,
   holder: row.holder,
@@ -127,6 +132,20 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
   Effect.gen(function*() {
     const clock = options.clock ?? (yield* makeClock())
     const rows = new Map<string, Row>()
+    // Slots by election and job, each job's by instant.
+    const slots = new Map<string, Map<number, SlotRecord>>()
+    const slotsOf = (name: string, job: string) => {
+      const key = JSON.stringify([name, job])
+      const found = slots.get(key) ?? new Map<number, SlotRecord>()
+      slots.set(key, found)
+      return found
+    }
+    const holds = (name: string, identity: string, fence: bigint, now: number): boolean => {
+      const row = rows.get(name)
+      return row !== undefined && row.holder === identity && row.fence === fence && row.expiresAt > now
+    }
+    // Per election, per identity.
+    const candidates = new Map<string, Map<string, Advertisement>>()
     const lock = yield* Effect.makeSemaphore(1)
     const atomically = <A, E>(f: (now: number) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
       lock.withPermits(1)(Effect.flatMap(clock.now, (now) => f(now.getTime())))
@@ -182,7 +201,74 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
           return row === undefined
             ? Effect.fail(new NoLease({ name }))
             : Effect.succeed(toLease(name, row, now))
-        })
+        }),
+      slots: {
+        claim: (name, identity, fence, job, at, reclaim) =>
+          atomically((now) => {
+            if (!holds(name, identity, fence, now)) return Effect.fail(new LeaseLost({ name, identity, fence }))
+            const all = slotsOf(name, job)
+            const found = all.get(at.getTime())
+            const claimed = found === undefined ||
+              (found.completedAt === null && (found.fence === fence || (reclaim && found.fence < fence)))
+            const slot: SlotRecord = claimed
+              ? { job, at: new Date(at.getTime()), fence, startedAt: new Date(now), completedAt: null }
+              : found
+            all.set(at.getTime(), slot)
+            return Effect.succeed({ claimed, slot, now: new Date(now) })
+          }),
+        complete: (name, identity, fence, job, at) =>
+          atomically((now) => {
+            const all = slotsOf(name, job)
+            const found = all.get(at.getTime())
+            if (!holds(name, identity, fence, now) || found === undefined || found.fence !== fence) {
+              return Effect.fail(new LeaseLost({ name, identity, fence }))
+            }
+            all.set(at.getTime(), { ...found, completedAt: found.completedAt ?? new Date(now) })
+            return Effect.succeed(new Date(now))
+          }),
+        last: (name, job) =>
+          atomically((now) =>
+            Effect.sync(() => {
+              const all = [...slotsOf(name, job).values()]
+              const slot = all.reduce<SlotRecord | undefined>(
+                (latest, s) => latest === undefined || s.at > latest.at ? s : latest,
+                undefined
+              )
+              return { now: new Date(now), slot }
+            })
+          )
+      },
+      advertise: (name, identity, { priority, version }, ttl) =>
+        atomically((now) =>
+          Effect.sync(() => {
+            const ttlMillis = Duration.toMillis(ttl)
+            const election = candidates.get(name) ?? new Map<string, Advertisement>()
+            candidates.set(name, election)
+            const before = election.get(identity)
+            const since = before !== undefined && before.expiresAt > now ? before.since : now
+            election.set(identity, { priority, version, since, expiresAt: now + ttlMillis })
+            const live: Array<Candidate> = []
+            for (const [who, ad] of election) {
+              if (ad.expiresAt <= now - ttlMillis) election.delete(who)
+              else if (ad.expiresAt > now) {
+                live.push({
+                  identity: who,
+                  priority: ad.priority,
+                  version: ad.version,
+                  aliveFor: Duration.millis(now - ad.since),
+                  ttl: Duration.millis(ad.expiresAt - now)
+                })
+              }
+            }
+            return live
+          })
+        ),
+      withdraw: (name, identity) =>
+        atomically(() =>
+          Effect.sync(() => {
+            candidates.get(name)?.delete(identity)
+          })
+        )
     })
   })
 

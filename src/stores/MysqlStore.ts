@@ -60,6 +60,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
@@ -67,12 +68,22 @@ import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
 import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
-import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
+import {
+  type Candidate,
+  LeaseLost,
+  NoLease,
+  type Operation,
+  type SlotStore,
+  Store,
+  type StoreError,
+  type StoreShape
+} from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import * as classifier from "./mysql/classify.js"
 import * as Driver from "./mysql/driver.js"
 import * as identifier from "./mysql/identifier.js"
 import * as Pool from "./mysql/pool.js"
+import * as SlotSql from "./mysql/slots.js"
 import * as Sql from "./mysql/statements.js"
 
 export {
@@ -125,6 +136,13 @@ export interface MysqlStoreOptions {
   readonly schema?: string | undefined
   /** The table. Defaults to {@link defaultTable}. */
   readonly table?: string | undefined
+  /** The table of scheduled job slots (`Elector.schedule`). Defaults to the table's name + `_slots`. */
+  readonly slotTable?: string | undefined
+  /**
+   * The candidates' table (see `Store.advertise`), in the same database.
+   * Defaults to the table's name with {@link candidatesSuffix}.
+   */
+  readonly candidatesTable?: string | undefined
   /**
    * Bounds every call, waiting for a connection included. On expiry the call
    * fails with a retryable `StoreError`; its connection goes back to the pool
@@ -180,29 +198,59 @@ export type MysqlStoreConfig = SqlStore.UrlConfig<MysqlStoreUrlOptions>
  * @category models
  */
 export interface MysqlStore extends StoreShape {
-  /** Creates the table if it does not exist. Idempotent, safe to race. */
+  /** Creates the tables (leases and job slots) if they do not exist. Idempotent, safe to race. */
   readonly ensureSchema: Effect.Effect<void, StoreError>
   /** The quoted, qualified table name the statements use. */
   readonly table: string
+  /**
+   * The quoted, qualified table of job slots; `undefined` when the default
+   * name (the table's + `_slots`) is too long for an identifier and no
+   * `slotTable` was given: then the store records no slots.
+   */
+  readonly slotTable: string | undefined
   /**
    * Every election in the table, by name, each with the server's now from the
    * same statement: who leads what, for operators. Read-only; its errors
    * report the `inspect` operation.
    */
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
+  /**
+   * Every live candidate of every election (see `Store.advertise`), by
+   * election, highest priority first: for operators. Read-only; its errors
+   * report the `inspect` operation.
+   */
+  readonly candidates: Effect.Effect<ReadonlyArray<Candidate & { readonly name: string }>, StoreError>
+  readonly advertise: NonNullable<StoreShape["advertise"]>
+  readonly withdraw: NonNullable<StoreShape["withdraw"]>
 }
 
 const quoteField = (field: string, name: string): Either.Either<string, InvalidConfig> =>
   Either.mapLeft(identifier.quoteChecked(name), (reason) => new InvalidConfig({ field, reason }))
 
-const qualifiedTable = (schemaName: string | undefined, table: string): Either.Either<string, InvalidConfig> =>
-  Either.flatMap(quoteField("table", table), (quotedTable) =>
+/**
+ * What the name of the candidates' table adds to the table's by default:
+ * `leader_election_candidates`. Set `candidatesTable` when the table's name
+ * leaves no room for it within 64 characters.
+ *
+ * @since 0.2.0
+ * @category schema
+ */
+export const candidatesSuffix = "_candidates"
+
+const qualifiedTable = (
+  schemaName: string | undefined,
+  table: string,
+  field: "table" | "candidatesTable" = "table"
+): Either.Either<string, InvalidConfig> =>
+  Either.flatMap(quoteField(field, table), (quotedTable) =>
     schemaName === undefined || schemaName === ""
       ? Either.right(quotedTable)
       : Either.map(quoteField("schema", schemaName), (quotedSchema) => `${quotedSchema}.${quotedTable}`))
 
+
 /**
- * The DDL of the store's table, for deployments that withhold DDL rights
+ * The DDL of the store's table (`ensureSchema` also runs
+ * {@link candidatesSchema}), for deployments that withhold DDL rights
  * from the application and run migrations instead. An empty `schemaName`
  * means the connection's database. Names are validated and quoted.
  *
@@ -219,6 +267,42 @@ const qualifiedTable = (schemaName: string | undefined, table: string): Either.E
  */
 export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedTable(schemaName, table), Sql.createTable)
+
+/**
+ * The DDL of the table of scheduled job slots (`Elector.schedule`), which
+ * {@link MysqlStore.ensureSchema} creates beside the leases: for migration
+ * tools, like {@link schema}. Name it as the store's `slotTable` option
+ * does (by default, the lease table's name + `_slots`).
+ *
+ * @since 0.3.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const ddl = Either.getOrThrow(MysqlStore.slotSchema("", `${MysqlStore.defaultTable}_slots`))
+ * ```
+ */
+export const slotSchema = (schemaName: string, slotTable: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedTable(schemaName, slotTable), SlotSql.createTable)
+
+/**
+ * The DDL of the candidates' table (see `Store.advertise`), the other
+ * statement `ensureSchema` runs.
+ *
+ * @since 0.2.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * const ddl = MysqlStore.candidatesSchema("", MysqlStore.defaultTable + MysqlStore.candidatesSuffix)
+ * ```
+ */
+export const candidatesSchema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedTable(schemaName, table, "candidatesTable"), Sql.createCandidatesTable)
 
 /**
  * Quotes a MySQL identifier: backticks around it, embedded backticks
@@ -308,7 +392,7 @@ const affectedRows = (result: unknown): number =>
   Predicate.isRecord(result) && typeof result["affectedRows"] === "number" ? result["affectedRows"] : 0
 
 /** The store's operations on `pool`, for the already quoted `table`. */
-const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
+const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string>, candidates: string): MysqlStore => {
   // One statement, one request.
   const one = (operation: Operation, sql: string, values: ReadonlyArray<unknown>) =>
     Effect.map(pool.run(operation, [{ sql, values }]), (results) => results[0])
@@ -323,9 +407,77 @@ const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
     )
   const bytes = (payload: Uint8Array | null) => payload === null ? null : Buffer.from(payload)
 
+  // A slot write is one short transaction, one request where the pool
+  // allows it: the caller's lease row read under FOR UPDATE (its guard and
+  // the server's now; the lock holds a successor's takeover off until the
+  // end), the write, guarded again inside its own statement, then COMMIT.
+  const guarded = (
+    operation: "claimSlot" | "completeSlot",
+    name: string,
+    identity: string,
+    fence: bigint,
+    writes: ReadonlyArray<Pool.Statement>
+  ) =>
+    Effect.flatMap(
+      pool.run(operation, [
+        { sql: "START TRANSACTION", values: [] },
+        { sql: SlotSql.lockLease(table), values: [identity, fence.toString(), name] },
+        ...writes,
+        { sql: "COMMIT", values: [] }
+      ]),
+      (results) => {
+        const lease = rows(results[1])[0]
+        return lease?.["held"] === "1"
+          ? Effect.succeed({ now: SlotSql.toNow(lease), results: results.slice(2) })
+          : Effect.fail(new LeaseLost({ name, identity, fence }))
+      }
+    )
+  const held = (name: string, identity: string, fence: bigint) => [name, identity, fence.toString()]
+
+  const slots = (slotTable: string): SlotStore => ({
+    claim: (name, identity, fence, job, at, reclaim) => {
+      const ms = at.getTime().toString()
+      const f = fence.toString()
+      return guarded("claimSlot", name, identity, fence, [
+        {
+          sql: SlotSql.upsert(slotTable, table),
+          values: [name, job, ms, f, ...held(name, identity, fence), reclaim, f, reclaim, f, f]
+        },
+        { sql: SlotSql.selectSlot(slotTable), values: [name, job, ms] }
+      ]).pipe(
+        Effect.map(({ now, results }) => {
+          const slot = SlotSql.toSlot(rows(results[1])[0] ?? {})
+          return { claimed: slot !== undefined && slot.fence === fence && slot.completedAt === null, slot, now }
+        })
+      )
+    },
+    complete: (name, identity, fence, job, at) =>
+      guarded("completeSlot", name, identity, fence, [
+        {
+          sql: SlotSql.complete(slotTable, table),
+          values: [name, job, at.getTime().toString(), fence.toString(), ...held(name, identity, fence)]
+        }
+      ]).pipe(
+        Effect.flatMap(({ now, results }) =>
+          affectedRows(results[0]) === 0 ? Effect.fail(new LeaseLost({ name, identity, fence })) : Effect.succeed(now)
+        )
+      ),
+    last: (name, job) =>
+      Effect.map(one("lastSlot", SlotSql.last(slotTable), [name, job]), (result) => {
+        const row = rows(result)[0] ?? {}
+        return { now: SlotSql.toNow(row), slot: SlotSql.toSlot(row) }
+      })
+  })
+
   return limits.enforce<MysqlStore>({
     table,
-    ensureSchema: Effect.asVoid(one("ensureSchema", Sql.createTable(table), [])),
+    slotTable: Option.getOrUndefined(slotTable),
+    ensureSchema: Effect.all([
+      one("ensureSchema", Sql.createTable(table), []),
+      one("ensureSchema", Sql.createCandidatesTable(candidates), []),
+      Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => one("ensureSchema", SlotSql.createTable(name), []) })
+    ], { discard: true }),
+    ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slots(name) }) }),
     acquire: (name, identity, ttl, payload) =>
       Effect.map(
         transaction("acquire", {
@@ -368,7 +520,28 @@ const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
           return row === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(Sql.toLease(name, row))
         })
       ),
-    list: Effect.map(one("inspect", Sql.list(table), []), (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
+    list: Effect.map(one("inspect", Sql.list(table), []), (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row))),
+    // One short transaction, as one request where the pool allows it.
+    advertise: (name, identity, { priority, version }, ttl) =>
+      Effect.map(
+        pool.run("advertise", [
+          { sql: "START TRANSACTION", values: [] },
+          { sql: Sql.collectCandidates(candidates), values: [name, identity, micros(ttl)] },
+          {
+            sql: Sql.advertise(candidates),
+            values: [name, identity, priority, version, micros(ttl), priority, version, micros(ttl)]
+          },
+          { sql: Sql.liveCandidates(candidates), values: [name] },
+          { sql: "COMMIT", values: [] }
+        ]),
+        (results) =>
+          rows(results[3]).map((row) => {
+            const { name: _, ...candidate } = Sql.toCandidate(row)
+            return candidate
+          })
+      ),
+    withdraw: (name, identity) => Effect.asVoid(one("withdraw", Sql.withdraw(candidates), [name, identity])),
+    candidates: Effect.map(one("inspect", Sql.allCandidates(candidates), []), (result) => rows(result).map(Sql.toCandidate))
   })
 }
 
@@ -378,9 +551,16 @@ const build = <E, R>(
   open: (timeout: Duration.Duration) => Effect.Effect<Pool.Pool, E, R>
 ): Effect.Effect<MysqlStore, InvalidConfig | StoreError | E, R> =>
   Effect.gen(function*() {
-    const table = yield* qualifiedTable(options.schema, options.table ?? defaultTable)
+    const tableName = options.table ?? defaultTable
+    const table = yield* qualifiedTable(options.schema, tableName)
+    const slotTable = yield* SqlStore.slotTable(options.slotTable, tableName, (name) => qualifiedTable(options.schema, name))
+    const candidates = yield* qualifiedTable(
+      options.schema,
+      options.candidatesTable ?? tableName + candidatesSuffix,
+      "candidatesTable"
+    )
     const timeout = yield* SqlStore.operationTimeout(options)
-    return storeOn(yield* open(timeout), table)
+    return storeOn(yield* open(timeout), table, slotTable, candidates)
   }).pipe(SqlStore.withSchema(options))
 
 /**

@@ -32,19 +32,31 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { constVoid } from "effect/Function"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { Pool, PoolConfig } from "pg"
 import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
-import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
+import {
+  type Candidate,
+  LeaseLost,
+  NoLease,
+  type Operation,
+  type SlotRecord,
+  type SlotStore,
+  Store,
+  type StoreError,
+  type StoreShape
+} from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import { toStoreError } from "./pg/classify.js"
 import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
 import { Pg } from "./pg/driver.js"
 import { connections, type Param, query, type Row } from "./pg/query.js"
-import { ddl, statements } from "./pg/sql.js"
+import * as Slots from "./pg/slots.js"
+import { candidatesDdl, candidateStatements, ddl, statements } from "./pg/sql.js"
 
 export {
   /**
@@ -134,6 +146,13 @@ export interface PgStoreOptions {
   readonly schema?: string | undefined
   /** Defaults to {@link defaultTable}. */
   readonly table?: string | undefined
+  /** The table of scheduled job slots (`Elector.schedule`). Defaults to the table's name + `_slots`. */
+  readonly slotTable?: string | undefined
+  /**
+   * The candidates' table (see `Store.advertise`), in the same schema.
+   * Defaults to the table's name with {@link candidatesSuffix}.
+   */
+  readonly candidatesTable?: string | undefined
   /**
    * Bounds every statement, connecting included. On expiry the call fails
    * with a retryable `StoreError`; its connection goes back to the pool if
@@ -163,8 +182,15 @@ export interface PgStore extends StoreShape {
   /** The quoted, possibly schema-qualified table name. */
   readonly table: string
   /**
-   * Creates the table if it does not exist. Idempotent, and safe when many
-   * replicas run it at once. The schema itself must exist.
+   * The quoted, possibly schema-qualified table of job slots; `undefined`
+   * when the default name (the table's + `_slots`) is too long for an
+   * identifier and no `slotTable` was given: then the store records no slots.
+   */
+  readonly slotTable: string | undefined
+  /**
+   * Creates the tables (leases and job slots) if they do not exist.
+   * Idempotent, and safe when many replicas run it at once. The schema
+   * itself must exist.
    */
   readonly ensureSchema: Effect.Effect<void, StoreError>
   /**
@@ -173,16 +199,39 @@ export interface PgStore extends StoreShape {
    * `inspect` operation.
    */
   readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
+  /**
+   * Every live candidate of every election (see `Store.advertise`), by
+   * election, highest priority first: for operators. Read-only; its errors
+   * report the `inspect` operation.
+   */
+  readonly candidates: Effect.Effect<ReadonlyArray<Candidate & { readonly name: string }>, StoreError>
+  readonly advertise: NonNullable<StoreShape["advertise"]>
+  readonly withdraw: NonNullable<StoreShape["withdraw"]>
 }
 
-const qualifiedName = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
+/**
+ * What the name of the candidates' table adds to the table's by default:
+ * `leader_election_candidates`. Set `candidatesTable` when the table's name
+ * leaves no room for it within PostgreSQL's 63 bytes.
+ *
+ * @since 0.2.0
+ * @category schema
+ */
+export const candidatesSuffix = "_candidates"
+
+const qualifiedName = (
+  schemaName: string,
+  table: string,
+  field: "table" | "candidatesTable" = "table"
+): Either.Either<string, InvalidConfig> =>
   Either.all([
     schemaName === "" ? Either.right("") : Either.map(validateIdentifier("schema", schemaName), quoteIdentifier),
-    Either.map(validateIdentifier("table", table), quoteIdentifier)
+    Either.map(validateIdentifier(field, table), quoteIdentifier)
   ]).pipe(Either.map(([s, t]) => s === "" ? t : `${s}.${t}`))
 
 /**
- * The DDL for the table: what {@link PgStore.ensureSchema} runs, for
+ * The DDL for the table: what {@link PgStore.ensureSchema} runs (with
+ * {@link candidatesSchema}), for
  * deployments that apply DDL through their own migration tool. An empty
  * `schemaName` leaves the table unqualified. Keep the `fillfactor`: the row is
  * rewritten on every renewal, and the free space keeps those updates HOT.
@@ -200,7 +249,42 @@ const qualifiedName = (schemaName: string, table: string): Either.Either<string,
 export const schema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
   Either.map(qualifiedName(schemaName, table), ddl)
 
-/** Each store names its own error; the checks are shared. */
+/**
+ * The DDL of the table of scheduled job slots (`Elector.schedule`), which
+ * {@link PgStore.ensureSchema} creates beside the leases: for migration
+ * tools, like {@link schema}. Name it as the store's `slotTable` option
+ * does (by default, the lease table's name + `_slots`).
+ *
+ * @since 0.3.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const statement = Either.getOrThrow(PgStore.slotSchema("", `${PgStore.defaultTable}_slots`))
+ * ```
+ */
+export const slotSchema = (schemaName: string, slotTable: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedName(schemaName, slotTable), Slots.ddl)
+
+/**
+ * The DDL for the candidates' table (see `Store.advertise`), the other
+ * statement {@link PgStore.ensureSchema} runs.
+ *
+ * @since 0.2.0
+ * @category schema
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const statement = Either.getOrThrow(PgStore.candidatesSchema("", PgStore.defaultTable + PgStore.candidatesSuffix))
+ * ```
+ */
+export const candidatesSchema = (schemaName: string, table: string): Either.Either<string, InvalidConfig> =>
+  Either.map(qualifiedName(schemaName, table, "candidatesTable"), candidatesDdl)
+
 const microseconds = (ttl: Duration.Duration): string => (Duration.unsafeToNanos(ttl) / 1000n).toString()
 
 const bytes = (payload: Uint8Array | null): Buffer | null =>
@@ -221,6 +305,27 @@ const toLease = (row: Row): Lease => {
     now: new Date(Number(text(row, "now")))
   }
 }
+
+const toSlot = (row: Row): SlotRecord | undefined => {
+  const completed = row["completed_at"] ?? null
+  return row["slot_ms"] === null || row["slot_ms"] === undefined ? undefined : {
+    job: text(row, "job"),
+    at: new Date(Number(text(row, "slot_ms"))),
+    fence: BigInt(text(row, "slot_fence")),
+    startedAt: new Date(Number(text(row, "started_at"))),
+    completedAt: completed === null ? null : new Date(Number(completed))
+  }
+}
+
+const dbNow = (row: Row): Date => new Date(Number(text(row, "now")))
+
+const toCandidate = (row: Row): Candidate => ({
+  identity: text(row, "identity"),
+  priority: Number(text(row, "priority")),
+  version: row["version"] ?? null,
+  aliveFor: Duration.millis(Number(text(row, "alive_for"))),
+  ttl: Duration.millis(Number(text(row, "ttl")))
+})
 
 /** Errors a concurrent `CREATE TABLE IF NOT EXISTS` raises when another replica won the race. */
 const lostCreateRace = (error: StoreError): boolean =>
@@ -268,20 +373,71 @@ const lostCreateRace = (error: StoreError): boolean =>
  */
 export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, InvalidConfig | StoreError> =>
   Effect.gen(function*() {
-    const table = yield* qualifiedName(options.schema ?? "", options.table ?? defaultTable)
+    const tableName = options.table ?? defaultTable
+    const table = yield* qualifiedName(options.schema ?? "", tableName)
+    const slotTable = yield* SqlStore.slotTable(
+      options.slotTable,
+      tableName,
+      (name) => qualifiedName(options.schema ?? "", name)
+    )
+    const candidates = yield* qualifiedName(
+      options.schema ?? "",
+      options.candidatesTable ?? tableName + candidatesSuffix,
+      "candidatesTable"
+    )
     const timeout = yield* SqlStore.operationTimeout(options)
     const sql = statements(table)
+    const candidateSql = candidateStatements(candidates)
     // A call let in just before its deadline is abandoned at once: its late
     // answer needs about a round trip, hence twice the timeout of grace.
     const slots = connections(pool, timeout, Duration.times(timeout, 2))
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
       Effect.mapError(query(slots, operation, statement, values), (error) => toStoreError(operation, error))
+    const create = (statement: string) =>
+      run("ensureSchema", statement, []).pipe(Effect.catchIf(lostCreateRace, () => Effect.void), Effect.asVoid)
+    const lost = (name: string, identity: string, fence: bigint) => new LeaseLost({ name, identity, fence })
+    const slotStore = (slotTable: string): SlotStore => {
+      const slotSql = Slots.statements(table, slotTable)
+      return {
+        claim: (name, identity, fence, job, at, reclaim) =>
+          run("claimSlot", slotSql.claim, [
+            name,
+            identity,
+            fence.toString(),
+            job,
+            at.getTime().toString(),
+            reclaim.toString()
+          ]).pipe(
+            Effect.flatMap((result) => {
+              const row = result.rows[0] ?? {}
+              return row["held"] !== "true"
+                ? Effect.fail(lost(name, identity, fence))
+                : Effect.succeed({ claimed: row["claimed"] === "true", slot: toSlot(row), now: dbNow(row) })
+            })
+          ),
+        complete: (name, identity, fence, job, at) =>
+          run("completeSlot", slotSql.complete, [name, identity, fence.toString(), job, at.getTime().toString()]).pipe(
+            Effect.flatMap((result) =>
+              result.rows[0] === undefined
+                ? Effect.fail(lost(name, identity, fence))
+                : Effect.succeed(dbNow(result.rows[0]))
+            )
+          ),
+        last: (name, job) =>
+          Effect.map(run("lastSlot", slotSql.last, [name, job]), (result) => {
+            const row = result.rows[0] ?? {}
+            return { now: dbNow(row), slot: toSlot(row) }
+          })
+      }
+    }
     return limits.enforce<PgStore>({
       table,
-      ensureSchema: run("ensureSchema", ddl(table), []).pipe(
-        Effect.catchIf(lostCreateRace, () => Effect.void),
-        Effect.asVoid
+      slotTable: Option.getOrUndefined(slotTable),
+      ensureSchema: Effect.zipRight(
+        create(`${ddl(table)}\n${candidatesDdl(candidates)}`),
+        Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => create(Slots.ddl(name)) })
       ),
+      ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slotStore(name) }) }),
       acquire: (name, identity, ttl, payload) =>
         run("acquire", sql.acquire, [name, identity, microseconds(ttl), bytes(payload)]).pipe(
           Effect.map((result) => toLease(result.rows[0] ?? {}))
@@ -302,7 +458,17 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
             result.rows[0] === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(toLease(result.rows[0]))
           )
         ),
-      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease))
+      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
+      advertise: (name, identity, { priority, version }, ttl) =>
+        Effect.map(
+          run("advertise", candidateSql.advertise, [name, identity, String(priority), microseconds(ttl), version]),
+          (result) => result.rows.map(toCandidate)
+        ),
+      withdraw: (name, identity) => Effect.asVoid(run("withdraw", candidateSql.withdraw, [name, identity])),
+      candidates: Effect.map(
+        run("inspect", candidateSql.candidates, []),
+        (result) => result.rows.map((row) => ({ name: text(row, "name"), ...toCandidate(row) }))
+      )
     })
   }).pipe(SqlStore.withSchema(options))
 

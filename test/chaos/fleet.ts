@@ -54,6 +54,8 @@ export interface FleetOptions {
   readonly disableRelease?: boolean
   /** Runs a participant's elector under a clock this far off. */
   readonly clockOffsets?: Readonly<Record<string, Duration.Duration>>
+  /** More configuration for a participant (say, its priority and version). */
+  readonly configure?: ((id: string) => Partial<Elector.ElectorConfig>) | undefined
   /** The store each participant reaches its URL with (default: a PgStore with two connections). */
   readonly store?: ((url: string) => Layer.Layer<Store.Store, unknown>) | undefined
 }
@@ -61,6 +63,7 @@ export interface FleetOptions {
 interface Member {
   readonly scope: Scope.CloseableScope
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
+  readonly elector: Elector.ElectorShape
 }
 
 export interface Fleet {
@@ -84,6 +87,8 @@ export interface Fleet {
   /** Resolves once `id` no longer leads. */
   steppedDown(id: string, timeoutMs: number): Promise<number>
   start(id: string): Promise<void>
+  /** `id` resigns; resolves once its term (if any) has ended. */
+  resign(id: string): Promise<void>
   /** Interrupts `id`'s run (releasing unless disableRelease) and closes its pool. */
   stop(id: string): Promise<void>
   destroy(): Promise<void>
@@ -138,6 +143,7 @@ export const startFleet = async (
       identity: `${id}-${Math.random().toString(36).slice(2, 8)}`,
       ...timing,
       disableRelease: options.disableRelease ?? false,
+      ...options.configure?.(id),
       onStartedLeading: onStartedLeading(id)
     })
     const program = Effect.gen(function*() {
@@ -150,7 +156,7 @@ export const startFleet = async (
     })
     const elector = await Effect.runPromise(program.pipe(Effect.provide(logger(id))))
     const fiber = Effect.runFork(elector.run.pipe(Effect.provide(logger(id))))
-    members.set(id, { scope, fiber })
+    members.set(id, { scope, fiber, elector })
   }
 
   const stop = async (id: string): Promise<void> => {
@@ -189,6 +195,10 @@ export const startFleet = async (
     steppedDown: (id, timeoutMs) =>
       poll(`${id} to step down`, timeoutMs, () => isLeading(id) ? undefined : performance.now()),
     start,
+    resign: async (id) => {
+      const member = members.get(id)
+      if (member !== undefined) await Effect.runPromise(member.elector.resign)
+    },
     stop,
     destroy: async () => {
       await Promise.all([...members.keys()].map(stop))

@@ -31,6 +31,43 @@ const everyPath = (ctx: ScenarioContext, f: (id: string) => void): void => {
   for (const id of ctx.topology.participants) f(id)
 }
 
+/** Each participant's version in the rolling upgrade; "1.0" until upgraded. */
+const versions = new Map<string, string>()
+
+/**
+ * A rolling upgrade from 1.0 to 2.0, one participant at a time, the leader
+ * last, under versionPolicy "newer": once the first upgraded participant has
+ * been alive for preemptAfter, leadership moves to it, and stays there as the
+ * others come back with the same version.
+ */
+const rollingUpgrade = async (ctx: ScenarioContext): Promise<void> => {
+  const order = [...ctx.topology.participants.filter((id) => id !== ctx.leader), ctx.leader]
+  const first = order[0]!
+  try {
+    for (const id of order) {
+      await ctx.fleet.stop(id)
+      versions.set(id, "2.0")
+      const at = performance.now()
+      await ctx.fleet.start(id)
+      if (id === first) {
+        const next = await ctx.fleet.nextTerm(at, 15_000, ctx.leader)
+        expect(next.id).toBe(first)
+        ctx.note("handoverAfterRestartMs", next.start - at)
+      }
+      await sleep(1_000)
+    }
+    expect(ctx.fleet.leader()).toBe(first)
+    // The leaderless gaps between consecutive terms: the handover's.
+    const intervals = ctx.fleet.oracle.intervals()
+    const gaps = intervals.slice(1).map((next, i) => next.start - (intervals[i]!.end ?? next.start))
+    const worst = Math.max(0, ...gaps)
+    ctx.note("maxLeaderlessMs", worst)
+    expect(worst).toBeLessThan(2_000)
+  } finally {
+    versions.clear()
+  }
+}
+
 export const scenarios: ReadonlyArray<Scenario> = [
   { name: "steady state", maxTerms: 1, fault: () => sleep(5_000) },
   { name: "leader partitioned", fault: isolateLeader(Mode.partition) },
@@ -145,6 +182,12 @@ export const scenarios: ReadonlyArray<Scenario> = [
       await sleep(1_000)
       await ctx.topology.db.start()
     }
+  },
+  {
+    name: "rolling upgrade with preferred leaders (leadership moves to the new version)",
+    fleet: { configure: (id) => ({ version: versions.get(id) ?? "1.0", preemptAfter: Duration.seconds(2) }) },
+    maxTerms: 2,
+    fault: rollingUpgrade
   },
   {
     name: "randomised soak",

@@ -28,11 +28,12 @@ describe("when a follower claims", () => {
         // Where between send and reply the database read its clock, as database time before the reply.
         fc.double({ min: 0, max: 5000, noNaN: true }),
         rate,
-        // Local time spent since the reply, and the jittered poll.
-        fc.double({ min: 0, max: 10_000, noNaN: true }),
+        // Local time spent since the reply, in whole nanoseconds as the monotonic clock gives it, and the jittered poll.
+        fc.integer({ min: 0, max: 10_000_000_000 }),
         fc.integer({ min: 1, max: 10_000_000 }),
-        (ttl, rounding, readBeforeReply, r, elapsed, poll) => {
-          const step = nextStep(Duration.millis(poll), Duration.millis(ttl), Duration.millis(elapsed))
+        (ttl, rounding, readBeforeReply, r, elapsedNanos, poll) => {
+          const step = nextStep(Duration.millis(poll), Duration.millis(ttl), Duration.nanos(BigInt(elapsedNanos)))
+          const elapsed = elapsedNanos / 1_000_000
           const wait = Duration.toMillis(step.wait)
           expect(Number.isInteger(wait)).toBe(true)
           expect(wait).toBeLessThanOrEqual(poll)

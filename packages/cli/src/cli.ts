@@ -19,7 +19,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type { InvalidConfig } from "effect-leaderelection/ElectorError"
 import type { Lease } from "effect-leaderelection/Lease"
-import type { StoreError } from "effect-leaderelection/Store"
+import type { Candidate, StoreError } from "effect-leaderelection/Store"
 import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
 import * as PgStore from "effect-leaderelection/stores/PgStore"
 
@@ -64,9 +64,14 @@ interface Target {
   readonly table: string
 }
 
+/** A live candidate (see `Elector.ElectorConfig.priority`) of one election. */
+export type ElectionCandidate = Candidate & { readonly name: string }
+
 interface Listing {
   readonly table: string
   readonly list: Effect.Effect<ReadonlyArray<Lease>, CliError>
+  /** None when the candidates' table does not exist: no participant has been given a priority. */
+  readonly candidates: Effect.Effect<ReadonlyArray<ElectionCandidate>, CliError>
 }
 
 /** Opens the store for the scope; its `list` is what `status` and `watch` show. */
@@ -81,7 +86,14 @@ const open = (target: Target): Effect.Effect<Listing, CliError, Scope.Scope> =>
     > = dialect === "pg" ? PgStore.makeFromUrl(target.url, options) : MysqlStore.makeFromUrl(target.url, options)
     const store = yield* Effect.mapError(opening, (error) =>
       error._tag === "StoreError" ? explain(error, target.table) : new CliError({ reason: oneLine(error.message) }))
-    return { table: store.table, list: Effect.mapError(store.list, (error) => explain(error, store.table)) }
+    return {
+      table: store.table,
+      list: Effect.mapError(store.list, (error) => explain(error, store.table)),
+      candidates: store.candidates.pipe(
+        Effect.catchIf((error) => missingTable.has(error.code ?? ""), () => Effect.succeed([])),
+        Effect.mapError((error) => explain(error, `${store.table} (candidates)`))
+      )
+    }
   })
 
 /** A signed duration, short: `850ms`, `12.3s`, `-4m05s`, `2h10m`, `3d04h`. */
@@ -117,9 +129,12 @@ export const stateOf = (lease: Lease): State =>
  * vacant row has no remaining lease and no term: it says how long ago it was
  * released or expired.
  */
-export const render = (table: string, leases: ReadonlyArray<Lease>): string => {
-  if (leases.length === 0) return `no elections in ${table}`
-  const header = ["ELECTION", "HOLDER", "FENCE", "REMAINING", "TERM AGE", "STATE"]
+export const render = (
+  table: string,
+  leases: ReadonlyArray<Lease>,
+  candidates: ReadonlyArray<ElectionCandidate> = []
+): string => {
+  if (leases.length === 0 && candidates.length === 0) return `no elections in ${table}`
   const rows = leases.map((lease) => {
     const state = stateOf(lease)
     const now = lease.now.getTime()
@@ -133,6 +148,26 @@ export const render = (table: string, leases: ReadonlyArray<Lease>): string => {
       leading ? state : `${state} ${formatMillis(now - lease.expiresAt.getTime())} ago (nobody leads)`
     ]
   })
+  const leading = new Set(
+    leases.filter((lease) => stateOf(lease) === "leading").map((lease) => JSON.stringify([lease.name, lease.holder]))
+  )
+  const standing = candidates.map((c) => [
+    c.name,
+    c.identity,
+    String(c.priority),
+    c.version ?? "-",
+    formatMillis(Duration.toMillis(c.aliveFor)),
+    leading.has(JSON.stringify([c.name, c.identity])) ? "leading" : "standing"
+  ])
+  return [
+    columns(["ELECTION", "HOLDER", "FENCE", "REMAINING", "TERM AGE", "STATE"], rows),
+    ...(standing.length === 0
+      ? []
+      : ["", columns(["ELECTION", "CANDIDATE", "PRIORITY", "VERSION", "ALIVE FOR", "STATE"], standing)])
+  ].join("\n")
+}
+
+const columns = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)))
   return [header, ...rows].map((row) => row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd())
     .join("\n")
@@ -179,8 +214,25 @@ export const toJson = (lease: Lease): ElectionJson => {
 }
 
 /** One snapshot on one line: `at` is the local time it was taken, `table` the quoted table name. */
-export const snapshotJson = (at: string, table: string, leases: ReadonlyArray<Lease>): string =>
-  JSON.stringify({ at, table, elections: leases.map(toJson) })
+export const snapshotJson = (
+  at: string,
+  table: string,
+  leases: ReadonlyArray<Lease>,
+  candidates: ReadonlyArray<ElectionCandidate> = []
+): string =>
+  JSON.stringify({
+    at,
+    table,
+    elections: leases.map(toJson),
+    candidates: candidates.map((c) => ({
+      name: c.name,
+      identity: c.identity,
+      priority: c.priority,
+      version: c.version,
+      aliveForMs: Duration.toMillis(c.aliveFor),
+      ttlMs: Duration.toMillis(c.ttl)
+    }))
+  })
 
 const url = Options.text("url").pipe(
   Options.withFallbackConfig(Config.string("DATABASE_URL")),
@@ -202,8 +254,17 @@ const status = Command.make("status", { url, schema: schemaName, table, json }, 
   Effect.scoped(Effect.gen(function*() {
     const store = yield* open(options)
     const leases = yield* store.list
-    yield* Console.log(options.json ? snapshotJson(yield* localTime, store.table, leases) : render(store.table, leases))
-  }))).pipe(Command.withDescription("who leads each election in the table: fence, remaining lease, term age"))
+    const candidates = yield* store.candidates
+    yield* Console.log(
+      options.json
+        ? snapshotJson(yield* localTime, store.table, leases, candidates)
+        : render(store.table, leases, candidates)
+    )
+  }))).pipe(
+    Command.withDescription(
+      "who leads each election in the table: fence, remaining lease, term age; and its candidates with their priorities"
+    )
+  )
 
 const interval = Options.integer("interval").pipe(
   Options.withDefault(2),
@@ -216,11 +277,12 @@ const watch = Command.make("watch", { url, schema: schemaName, table, interval, 
     const store = yield* open(options)
     const refresh = Effect.gen(function*() {
       const leases = yield* store.list
+      const candidates = yield* store.candidates
       const at = yield* localTime
       yield* Console.log(
         options.json
-          ? snapshotJson(at, store.table, leases)
-          : `-- ${at}, every ${options.interval}s (Ctrl-C to stop)\n${render(store.table, leases)}\n`
+          ? snapshotJson(at, store.table, leases, candidates)
+          : `-- ${at}, every ${options.interval}s (Ctrl-C to stop)\n${render(store.table, leases, candidates)}\n`
       )
     })
     return yield* Effect.repeat(refresh, Schedule.spaced(Duration.seconds(options.interval))).pipe(

@@ -37,9 +37,22 @@ export interface FaultyStore extends Store.StoreShape {
   readonly calls: Record<Store.Operation, number>
 }
 
+const everyOperation = ["acquire", "renew", "release", "inspect", "advertise", "withdraw", "claimSlot", "completeSlot", "lastSlot"] as const
+
 export const make = (inner: Store.StoreShape): FaultyStore => {
   const faults = new Map<Store.Operation, Fault>()
-  const calls: Record<Store.Operation, number> = { acquire: 0, renew: 0, release: 0, inspect: 0, ensureSchema: 0 }
+  const calls: Record<Store.Operation, number> = {
+    acquire: 0,
+    renew: 0,
+    release: 0,
+    inspect: 0,
+    advertise: 0,
+    withdraw: 0,
+    ensureSchema: 0,
+    claimSlot: 0,
+    completeSlot: 0,
+    lastSlot: 0
+  }
   const wrap = <A, E>(operation: Store.Operation, effect: Effect.Effect<A, E>): Effect.Effect<A, E | Store.StoreError> =>
     Effect.suspend((): Effect.Effect<A, E | Store.StoreError> => {
       calls[operation]++
@@ -65,10 +78,12 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
           return Effect.onInterrupt(Effect.never, () => Effect.sleep(fault.delay))
       }
     })
+  const slots = inner.slots
+  const { advertise, withdraw } = inner
   return {
     set: (fault, operation) => {
       if (operation === undefined) {
-        for (const op of ["acquire", "renew", "release", "inspect"] as const) faults.set(op, fault)
+        for (const op of everyOperation) faults.set(op, fault)
       } else {
         faults.set(operation, fault)
       }
@@ -77,6 +92,17 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
     acquire: (...args) => wrap("acquire", inner.acquire(...args)),
     renew: (...args) => wrap("renew", inner.renew(...args)),
     release: (...args) => wrap("release", inner.release(...args)),
-    inspect: (...args) => wrap("inspect", inner.inspect(...args))
+    inspect: (...args) => wrap("inspect", inner.inspect(...args)),
+    ...(slots === undefined ? {} : {
+      slots: {
+        claim: (...args) => wrap("claimSlot", slots.claim(...args)),
+        complete: (...args) => wrap("completeSlot", slots.complete(...args)),
+        last: (...args) => wrap("lastSlot", slots.last(...args))
+      }
+    }),
+    ...(advertise === undefined || withdraw === undefined ? {} : {
+      advertise: (...args) => wrap("advertise", advertise(...args)),
+      withdraw: (...args) => wrap("withdraw", withdraw(...args))
+    })
   }
 }

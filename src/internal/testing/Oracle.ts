@@ -13,6 +13,10 @@ export type Check =
   | "work-overlap"
   | "leader-not-in-db"
   | "no-leader-after-faults"
+  /** After the faults stopped, leadership went back to a participant sooner than the hysteresis (preemptAfter). */
+  | "flapping"
+  /** The fleet runs preferred leaders, and a less preferred participant still leads at the end. */
+  | "not-preferred-after-faults"
   /** The user's own invariant about the work's side effects. */
   | "invariant"
 
@@ -37,13 +41,36 @@ export class Oracle {
   terms = 0
   /** The first instant at or after which someone was seen leading, once asked for. */
   ledAt: number | undefined
+  /** Once the faults have stopped: when, and the hysteresis leadership must respect. */
+  private quiet: { readonly at: number; readonly hysteresis: number } | undefined
+  /** Since the faults stopped: who started the latest term, and when each participant last stopped leading. */
+  private lastStarter: string | undefined
+  private readonly stoppedAt = new Map<string, number>()
 
   private fail(check: Check, at: number, message: string): void {
     if (this.violation === undefined) this.violation = { check, at, message }
   }
 
+  /** The faults stopped at `at`; from now on leadership must not flap faster than `hysteresis`. */
+  calm(at: number, hysteresis: number): void {
+    this.quiet = { at, hysteresis }
+  }
+
   onStart(identity: string, fence: bigint, at: number): void {
     this.terms++
+    if (this.quiet !== undefined) {
+      const stopped = this.stoppedAt.get(identity)
+      if (this.lastStarter !== undefined && this.lastStarter !== identity && stopped !== undefined) {
+        if (at - stopped < this.quiet.hysteresis) {
+          this.fail(
+            "flapping",
+            at,
+            `${identity} leads again ${at - stopped}ms after it stopped, with ${this.lastStarter} in between (hysteresis ${this.quiet.hysteresis}ms)`
+          )
+        }
+      }
+      this.lastStarter = identity
+    }
     for (const other of this.running.values()) {
       // A frozen process cannot stop its work: fencing is what covers it.
       if (other.frozen) continue
@@ -67,8 +94,9 @@ export class Oracle {
     for (const work of this.running.values()) if (work.identity === identity) work.frozen = true
   }
 
-  onStop(identity: string, fence: bigint): void {
+  onStop(identity: string, fence: bigint, at?: number): void {
     this.running.delete(`${identity}/${fence}`)
+    if (this.quiet !== undefined && at !== undefined) this.stoppedAt.set(identity, at)
   }
 
   /** Judges one instant of the timeline: every participant's belief and the database record. */
@@ -92,6 +120,17 @@ export class Oracle {
   /** Records what the user's invariant found at `at`, if anything. */
   invariant(at: number, message: string | undefined): void {
     if (message !== undefined) this.fail("invariant", at, message)
+  }
+
+  /** At the end of a run with preferred leaders: `leader` (if any) must be among the most preferred. */
+  preferred(at: number, leader: string | undefined, preferred: boolean, bound: number): void {
+    if (!preferred) {
+      this.fail(
+        "not-preferred-after-faults",
+        at,
+        `${leader ?? "nobody"} leads ${bound}ms after the faults stopped, not the most preferred live participant`
+      )
+    }
   }
 
   /** Ends the run at `at`: someone must have led in the `bound` after the faults stopped at `since`. */

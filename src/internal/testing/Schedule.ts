@@ -54,6 +54,8 @@ export type Event =
    * migration) while its clock goes on; then everything due runs at once.
    */
   | { readonly _tag: "Freeze"; readonly slot: Target; readonly millis: number }
+  /** The participant resigns (and holds off for its resignHoldOff, the default: leaseDuration). */
+  | { readonly _tag: "Resign"; readonly slot: Target }
 
 export interface Timed {
   readonly at: number
@@ -106,6 +108,11 @@ export interface Schedule {
   readonly window: number
   /** Sorted by `at`, all within the window. */
   readonly events: ReadonlyArray<Timed>
+  /**
+   * Each slot's `priority`, when the fleet runs preferred leaders (every
+   * participant a candidate, `preemptAfter` its default of 2 leaseDurations).
+   */
+  readonly priorities?: ReadonlyArray<number> | undefined
 }
 
 const opFault = (config: SimConfig): fc.Arbitrary<OpFault> => {
@@ -168,7 +175,8 @@ const event = (config: SimConfig, slots: number, options: ScheduleOptions): fc.A
         slot,
         millis: fc.integer({ min: 1, max: 2 * config.leaseDuration })
       })
-    }
+    },
+    { weight: options.candidates === true ? 2 : 0, arbitrary: fc.record({ _tag: fc.constant("Resign" as const), slot }) }
   )
 }
 
@@ -195,6 +203,8 @@ export interface ScheduleOptions {
   readonly stepBacks: boolean
   /** Whether processes freeze (default false). */
   readonly freezes?: boolean | undefined
+  /** Whether half the fleets run preferred leaders (priorities), with resignations among the events (default false). */
+  readonly candidates?: boolean | undefined
 }
 
 export const ciOptions: ScheduleOptions = {
@@ -204,7 +214,8 @@ export const ciOptions: ScheduleOptions = {
   minLeases: 3,
   maxLeases: 12,
   maxEvents: 24,
-  stepBacks: true
+  stepBacks: true,
+  candidates: true
 }
 
 export const schedule = (options: ScheduleOptions): fc.Arbitrary<Schedule> =>
@@ -223,7 +234,12 @@ export const schedule = (options: ScheduleOptions): fc.Arbitrary<Schedule> =>
         events: fc.array(
           fc.record({ at: fc.integer({ min: 0, max: window }), event: event(config, slots, options) }),
           { maxLength: options.maxEvents }
-        ).map((events) => [...events].sort((a, b) => a.at - b.at))
+        ).map((events) => [...events].sort((a, b) => a.at - b.at)),
+        ...(options.candidates === true
+          ? { priorities: fc.option(fc.array(fc.integer({ min: 0, max: 3 }), { minLength: slots, maxLength: slots }), {
+            nil: undefined
+          }) }
+          : {})
       })
     )
   )

@@ -59,6 +59,7 @@ import {
   TestClock
 } from "effect"
 import * as Elector from "../../Elector.js"
+import type * as Job from "../../Job.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
 import * as Faulty from "./FaultyStore.js"
@@ -111,6 +112,15 @@ export interface Workload {
    * something the work did is wrong, undefined when all is well.
    */
   readonly invariant?: ((at: number) => string | undefined) | undefined
+  /**
+   * A scheduled job every participant runs (`Elector.schedule`), on its own
+   * clock: `run` is called for each slot its term claims.
+   */
+  readonly job?: {
+    readonly when: Job.When
+    readonly delivery?: Job.Delivery | undefined
+    readonly run: (term: Term, slot: Job.Slot) => Effect.Effect<unknown, unknown>
+  } | undefined
 }
 
 /** What the simulation offers a workload when it is set up for a run. */
@@ -159,6 +169,7 @@ const path = (inner: Store.StoreShape): Path => {
   const faulty = Faulty.make(inner)
   let current: Faults | undefined
   const turn = { acquire: 0, renew: 0, release: 0, inspect: 0 }
+  const { advertise, withdraw } = faulty
   const next = (op: Ops): void => {
     const cycle = current?.[op]
     const fault = cycle === undefined ? undefined : cycle[turn[op]++ % cycle.length]
@@ -179,7 +190,18 @@ const path = (inner: Store.StoreShape): Path => {
       acquire: (...args) => via("acquire", () => faulty.acquire(...args)),
       renew: (...args) => via("renew", () => faulty.renew(...args)),
       release: (...args) => via("release", () => faulty.release(...args)),
-      inspect: (...args) => via("inspect", () => faulty.inspect(...args))
+      inspect: (...args) => via("inspect", () => faulty.inspect(...args)),
+      // Job slots are writes guarded by the lease, like renewals: they share renew's faults.
+      slots: {
+        claim: (...args) => via("renew", () => faulty.slots!.claim(...args)),
+        complete: (...args) => via("renew", () => faulty.slots!.complete(...args)),
+        last: (...args) => via("renew", () => faulty.slots!.last(...args))
+      },
+      // The candidates' row shares the path of reads: a partition that hides the lease hides it too.
+      ...(advertise === undefined || withdraw === undefined ? {} : {
+        advertise: (...args) => via("inspect", () => advertise(...args)),
+        withdraw: (...args) => via("inspect", () => withdraw(...args))
+      })
     }
   }
 }
@@ -190,7 +212,21 @@ export const livenessBound = (schedule: Schedule, step: number): number => {
   const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
   const slowest = Math.min(...schedule.rates.map(rateToNumber))
   const steppedBack = schedule.events.reduce((sum, e) => sum + (e.event._tag === "StepBack" ? e.event.millis : 0), 0)
-  return Math.ceil((operationTimeout + retryPeriod) / slowest + leaseDuration + steppedBack) + step + 10
+  const base = Math.ceil((operationTimeout + retryPeriod) / slowest + leaseDuration + steppedBack) + step + 10
+  return schedule.priorities === undefined ? base : base + preferenceBound(schedule)
+}
+
+/**
+ * With preferred leaders, how much longer the most preferred participant may
+ * take to lead once someone does: its resignation's hold-off (leaseDuration
+ * on its clock), its first advertisement after it (one poll), preemptAfter
+ * (2 leaseDurations, on the database clock) of being alive, the leader's
+ * next look at the candidates and the successor's claim (a poll each).
+ */
+const preferenceBound = (schedule: Schedule): number => {
+  const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
+  const slowest = Math.min(...schedule.rates.map(rateToNumber))
+  return Math.ceil((leaseDuration + 3 * (operationTimeout + retryPeriod)) / slowest + 2 * leaseDuration)
 }
 
 /**
@@ -273,11 +309,18 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
     const workload = options.workload?.({ now: driver.millis }) ?? {}
     const invariant = workload.invariant
     const userWork = workload.work
+    const job = workload.job
+    const scheduled = (slot: number, identity: string, elector: Elector.ElectorShape, clock: Clock.Clock) =>
+      job === undefined
+        ? Effect.never
+        : Elector.schedule("sim-job", job.when, (at) => job.run({ slot, identity, fence: at.fence }, at), {
+          delivery: job.delivery
+        }).pipe(Effect.provideService(Elector.Elector, elector), Effect.withClock(clock), Effect.orDie)
     const work = (slot: number, identity: string) => (fence: bigint) =>
       Effect.suspend(() => {
         oracle.onStart(identity, fence, driver.millis())
         return userWork === undefined ? Effect.never : Effect.zipRight(userWork({ slot, identity, fence }), Effect.never)
-      }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence))))
+      }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence, driver.millis()))))
 
     const start = (slot: Slot) =>
       Effect.gen(function*() {
@@ -294,6 +337,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
             renewInterval: Duration.millis(config.renewInterval),
             retryPeriod: Duration.millis(config.retryPeriod),
             operationTimeout: Duration.millis(config.operationTimeout),
+            priority: schedule.priorities?.[slot.index],
             onStartedLeading: work(slot.index, identity)
           }).pipe(
             Effect.provideService(Store.Store, via.store),
@@ -304,7 +348,8 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
           )
         )
         const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
-        const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(elector.run, Random.make(seed))), gate))
+        const participate = Effect.zipRight(Effect.fork(scheduled(slot.index, identity, elector, clock)), elector.run)
+        const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(participate, Random.make(seed))), gate))
         slot.current = { identity, gate, elector, path: via, fiber }
       })
 
@@ -356,6 +401,12 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
             oracle.onFreeze(current.identity)
             thaws.push({ at: driver.millis() + event.millis, gate: current.gate })
             thaws.sort((a, b) => a.at - b.at)
+          })
+        case "Resign":
+          // On the process's own fibers: resigning waits for the term to end.
+          return Effect.map(target(event.slot), (slot) => {
+            const current = slot?.current
+            if (current !== undefined) driver.fork(Effect.withScheduler(quiet(current.elector.resign), current.gate))
           })
       }
     }
@@ -422,6 +473,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
         yield* driver.advanceTo(calmAt)
         yield* calm
         calmed = true
+        if (schedule.priorities !== undefined) oracle.calm(calmAt, 2 * config.leaseDuration)
       }
       yield* driver.advanceTo(t)
       const { beliefs, lease } = yield* driver.exec(observe)
@@ -429,6 +481,14 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
       if (invariant !== undefined) oracle.invariant(t, invariant(t))
     }
     oracle.finish(end, calmAt, bound)
+    const priorities = schedule.priorities
+    if (priorities !== undefined) {
+      const { beliefs } = yield* driver.exec(observe)
+      const leader = beliefs.find((b) => b.isLeader)?.identity
+      const slotOf = (identity: string) => Number(identity.slice(1, identity.indexOf(".")))
+      const best = Math.max(...priorities)
+      oracle.preferred(end, leader, leader !== undefined && priorities[slotOf(leader)] === best, bound)
+    }
     // Shut everyone down and let hanging calls time out, so that no fiber (nor
     // the timer Effect.never holds) outlives the run.
     for (const slot of slots) yield* stop(slot, false)

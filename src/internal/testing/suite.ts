@@ -360,6 +360,165 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
         })
       ))
 
+    // Job slots (`Store.SlotStore`): optional, so a store without them passes these vacuously.
+    const withSlots = (f: (store: Store.StoreShape, slots: Store.SlotStore) => Effect.Effect<void, unknown>) =>
+      withStore((store) => store.slots === undefined ? Effect.void : f(store, store.slots))
+    const minute = (k: number) => new Date(Date.UTC(2031, 0, 1, 0, k))
+
+    test("a slot is claimed under the term, completed once, and reported as the job's latest", () =>
+      withSlots((store, slots) =>
+        Effect.gen(function*() {
+          const name = uniqueName("slot")
+          const job = `report's "job" \\ 🚀`
+          const lease = yield* store.acquire(name, "a", long, null)
+          const none = yield* slots.last(name, job)
+          expect(none.slot).toBeUndefined()
+          expect(Math.abs(none.now.getTime() - lease.now.getTime())).toBeLessThan(60_000)
+          const first = yield* slots.claim(name, "a", lease.fence, job, minute(1), false)
+          expect(first.claimed).toBe(true)
+          expect(first.slot).toMatchObject({ job, at: minute(1), fence: lease.fence, completedAt: null })
+          // A retry by the same term (its first reply lost) claims it again, until it completes.
+          expect((yield* slots.claim(name, "a", lease.fence, job, minute(1), false)).claimed).toBe(true)
+          const done = yield* slots.complete(name, "a", lease.fence, job, minute(1))
+          expect(done.getTime()).toBeGreaterThanOrEqual(first.now.getTime())
+          const again = yield* slots.claim(name, "a", lease.fence, job, minute(1), true)
+          expect(again.claimed).toBe(false)
+          expect(again.slot?.completedAt).not.toBeNull()
+          expect((yield* slots.claim(name, "a", lease.fence, job, minute(0), false)).claimed).toBe(true)
+          const latest = yield* slots.last(name, job)
+          expect(latest.slot).toMatchObject({ job, at: minute(1), fence: lease.fence })
+          expect(latest.slot?.completedAt?.getTime()).toBeGreaterThanOrEqual(latest.slot?.startedAt.getTime() ?? Infinity)
+          // Another job and another election have slots of their own.
+          expect((yield* slots.last(name, "other")).slot).toBeUndefined()
+          const elsewhere = yield* store.acquire(uniqueName("slot-other"), "a", long, null)
+          expect((yield* slots.claim(elsewhere.name, "a", elsewhere.fence, job, minute(1), false)).claimed).toBe(true)
+        })
+      ))
+
+    test("a deposed term can neither claim nor complete; its successor re-runs an open slot only when asked", () =>
+      withSlots((store, slots) =>
+        Effect.gen(function*() {
+          const name = uniqueName("slot-fence")
+          const job = "nightly"
+          const old = yield* store.acquire(name, "a", short, null)
+          expect((yield* slots.claim(name, "a", old.fence, job, minute(1), false)).claimed).toBe(true)
+          yield* elapse(pastShort)
+          // Expired, not yet taken over: the guard already refuses.
+          expect((yield* Effect.flip(slots.claim(name, "a", old.fence, job, minute(2), false)))._tag).toBe("LeaseLost")
+          const next = yield* store.acquire(name, "b", long, null)
+          expect(next.fence).toBe(old.fence + 1n)
+          const late = yield* Effect.flip(slots.complete(name, "a", old.fence, job, minute(1)))
+          expect(late).toMatchObject({ _tag: "LeaseLost", name, identity: "a", fence: old.fence })
+          expect((yield* Effect.flip(slots.claim(name, "a", old.fence, job, minute(1), true)))._tag).toBe("LeaseLost")
+          // At most once: the interrupted slot stays the old term's.
+          const kept = yield* slots.claim(name, "b", next.fence, job, minute(1), false)
+          expect(kept.claimed).toBe(false)
+          expect(kept.slot).toMatchObject({ fence: old.fence, completedAt: null })
+          // Nor can the successor complete a slot it did not claim.
+          expect((yield* Effect.flip(slots.complete(name, "b", next.fence, job, minute(1))))._tag).toBe("LeaseLost")
+          // At least once: the successor takes it over under its own fence.
+          const retaken = yield* slots.claim(name, "b", next.fence, job, minute(1), true)
+          expect(retaken.claimed).toBe(true)
+          expect(retaken.slot?.fence).toBe(next.fence)
+          yield* slots.complete(name, "b", next.fence, job, minute(1))
+          // A slot the old term never started is the successor's.
+          expect((yield* slots.claim(name, "b", next.fence, job, minute(2), false)).claimed).toBe(true)
+          // Someone else's claim with the holder's fence is refused too.
+          expect((yield* Effect.flip(slots.claim(name, "c", next.fence, job, minute(3), false)))._tag).toBe("LeaseLost")
+          expect((yield* Effect.flip(slots.claim(uniqueName("none"), "b", 1n, job, minute(3), false)))._tag).toBe(
+            "LeaseLost"
+          )
+          const latest = yield* slots.last(name, job)
+          expect(latest.slot).toMatchObject({ at: minute(2), fence: next.fence, completedAt: null })
+        })
+      ))
+
+    test("slot calls are held to the limits", () =>
+      withSlots((store, slots) =>
+        Effect.gen(function*() {
+          const name = uniqueName("slot-limits")
+          const lease = yield* store.acquire(name, "a", long, null)
+          const job = "j".repeat(Lease.maxNameBytes)
+          expect((yield* slots.claim(name, "a", lease.fence, job, minute(1), false)).claimed).toBe(true)
+          const error = yield* Effect.flip(slots.claim(name, "a", lease.fence, `${job}j`, minute(1), false))
+          expect(error).toMatchObject({ _tag: "StoreError", operation: "claimSlot", retryable: false })
+          const invalid = yield* Effect.flip(slots.complete(name, "a", lease.fence, "j", new Date(Number.NaN)))
+          expect(invalid).toMatchObject({ _tag: "StoreError", operation: "completeSlot", reason: "at: must be a valid Date, got an object" })
+          expect(yield* Effect.flip(slots.last(name, ""))).toMatchObject({ operation: "lastSlot", retryable: false })
+        })
+      ))
+
+    // Stores without the optional candidate operations pass these vacuously.
+    const withCandidates = (
+      f: (
+        advertise: NonNullable<Store.StoreShape["advertise"]>,
+        withdraw: NonNullable<Store.StoreShape["withdraw"]>
+      ) => Effect.Effect<void, unknown>
+    ) =>
+      withStore(({ advertise, withdraw }) =>
+        advertise === undefined || withdraw === undefined ? Effect.void : f(advertise, withdraw)
+      )
+    const byIdentity = (candidates: ReadonlyArray<Store.Candidate>) =>
+      Object.fromEntries(candidates.map((c) => [c.identity, c]))
+
+    test("candidates: every live one is returned with database-derived durations; a lapse restarts aliveFor", () =>
+      withCandidates((advertise, withdraw) =>
+        Effect.gen(function*() {
+          const name = uniqueName("candidates")
+          const first = yield* advertise(name, "a", { priority: 1, version: "1.2.0" }, short)
+          expect(first).toHaveLength(1)
+          expect(first[0]).toMatchObject({ identity: "a", priority: 1, version: "1.2.0" })
+          // Live servers take a moment between a store's statements.
+          expect(Duration.toMillis(first[0]!.aliveFor)).toBeLessThan(50)
+          expect(Duration.toMillis(first[0]!.ttl)).toBeLessThanOrEqual(Duration.toMillis(short))
+          expect(Duration.toMillis(first[0]!.ttl)).toBeGreaterThan(Duration.toMillis(short) - 50)
+          yield* elapse(Duration.millis(50))
+          const both = byIdentity(yield* advertise(name, "b", { priority: -2_147_483_648, version: null }, long))
+          expect(Object.keys(both).sort()).toEqual(["a", "b"])
+          expect(both["b"]).toMatchObject({ priority: -2_147_483_648, version: null })
+          expect(Duration.toMillis(both["a"]!.aliveFor)).toBeGreaterThanOrEqual(50)
+          // Renewed in time: a keeps counting, with what it declares now.
+          yield* elapse(Duration.millis(50))
+          const again = byIdentity(yield* advertise(name, "a", { priority: 2_147_483_647, version: "2" }, short))
+          expect(again["a"]).toMatchObject({ priority: 2_147_483_647, version: "2" })
+          expect(Duration.toMillis(again["a"]!.aliveFor)).toBeGreaterThanOrEqual(100)
+          // a lapses: it is no longer a candidate, and comes back from zero.
+          yield* elapse(pastShort)
+          expect(Object.keys(byIdentity(yield* advertise(name, "b", { priority: 0, version: null }, long)))).toEqual(["b"])
+          const back = byIdentity(yield* advertise(name, "a", { priority: 1, version: null }, short))
+          expect(Duration.toMillis(back["a"]!.aliveFor)).toBeLessThan(50)
+          expect(Duration.toMillis(back["b"]!.aliveFor)).toBeGreaterThanOrEqual(Duration.toMillis(pastShort))
+          // Withdrawn at once, idempotently; other elections untouched.
+          yield* withdraw(name, "b")
+          yield* withdraw(name, "b")
+          const other = uniqueName("candidates-other")
+          expect(yield* advertise(other, "c", { priority: 0, version: null }, long)).toHaveLength(1)
+          expect(Object.keys(byIdentity(yield* advertise(name, "a", { priority: 1, version: null }, short)))).toEqual([
+            "a"
+          ])
+        })
+      ))
+
+    test("candidates: priority and version are held to their limits at the store boundary", () =>
+      withCandidates((advertise, withdraw) =>
+        Effect.gen(function*() {
+          const name = uniqueName("candidate-limits")
+          const refused = (candidacy: Store.Candidacy, field: string) =>
+            Effect.gen(function*() {
+              const error = yield* Effect.flip(advertise(name, "a", candidacy, long))
+              expect(error).toMatchObject({ _tag: "StoreError", operation: "advertise", retryable: false })
+              expect(error.reason.startsWith(`${field}: `)).toBe(true)
+            })
+          yield* refused({ priority: 2 ** 31, version: null }, "priority")
+          yield* refused({ priority: 1.5, version: null }, "priority")
+          yield* refused({ priority: 0, version: "v".repeat(Store.maxVersionBytes + 1) }, "version")
+          const error = yield* Effect.flip(withdraw(name, "a\u0000"))
+          expect(error).toMatchObject({ operation: "withdraw", retryable: false })
+          const longest = "é".repeat(Store.maxVersionBytes / 2) + "v"
+          const [kept] = yield* advertise(name, "a", { priority: 0, version: longest }, long)
+          expect(kept?.version).toBe(longest)
+        })
+      ))
   }
   return all
 }

@@ -20,6 +20,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import { InvalidConfig } from "../../ElectorError.js"
@@ -43,6 +44,25 @@ export interface SqlStoreOptions {
   readonly ensureSchema?: boolean | undefined
 }
 
+
+/**
+ * The quoted table of job slots: the `slotTable` option, checked (a bad one
+ * fails the store's construction), or by default the lease table's name +
+ * `_slots`. A default too long to be an identifier gives none: the store then
+ * records no slots (scheduled jobs refuse it) rather than refusing a lease
+ * table name it always accepted.
+ */
+export const slotTable = (
+  option: string | undefined,
+  table: string,
+  quote: (name: string) => Either.Either<string, InvalidConfig>
+): Either.Either<Option.Option<string>, InvalidConfig> =>
+  option === undefined
+    ? Either.right(Either.getRight(quote(`${table}_slots`)))
+    : Either.mapBoth(quote(option), {
+      onLeft: (error) => new InvalidConfig({ field: "slotTable", reason: error.reason }),
+      onRight: Option.some
+    })
 
 /** The operation timeout when none is given: the elector's default. */
 export const defaultOperationTimeout = Duration.seconds(3)

@@ -10,7 +10,9 @@
  *
  * @internal
  */
+import * as Duration from "effect/Duration"
 import type { Lease } from "../../Lease.js"
+import type { Candidate } from "../../Store.js"
 
 /** The statement that creates the table, given its quoted, qualified name. */
 export const createTable = (table: string): string =>
@@ -23,6 +25,18 @@ export const createTable = (table: string): string =>
   expires_at  DATETIME(6)     NOT NULL,
   payload     LONGBLOB        NULL,
   PRIMARY KEY (name)
+) ENGINE = InnoDB DEFAULT CHARACTER SET = utf8mb4 COLLATE = utf8mb4_bin`
+
+/** The candidates' table, given its quoted, qualified name. */
+export const createCandidatesTable = (table: string): string =>
+  `CREATE TABLE IF NOT EXISTS ${table} (
+  name        VARBINARY(1020) NOT NULL,
+  identity    VARBINARY(1020) NOT NULL,
+  priority    INT             NOT NULL,
+  version     VARBINARY(255)  NULL,
+  since       DATETIME(6)     NOT NULL,
+  expires_at  DATETIME(6)     NOT NULL,
+  PRIMARY KEY (name, identity)
 ) ENGINE = InnoDB DEFAULT CHARACTER SET = utf8mb4 COLLATE = utf8mb4_bin`
 
 const now = "UTC_TIMESTAMP(6)"
@@ -131,3 +145,51 @@ export const toLease = (name: string, row: Record<string, unknown>): Lease => {
     now: ceilMillis(text(row, "now_us"))
   }
 }
+
+/**
+ * Collects the election's advertisements that expired a whole TTL ago, the
+ * caller's excepted. Parameters: name, identity, ttl µs.
+ */
+export const collectCandidates = (table: string): string =>
+  `DELETE FROM ${table} WHERE name = ? AND identity <> ? AND expires_at <= ${now} - INTERVAL ? MICROSECOND`
+
+/**
+ * The caller's advertisement; `since` restarts when the row had expired (it
+ * is assigned before `expires_at`, so it reads the old expiry). Parameters:
+ * name, identity, priority, version, ttl µs, priority, version, ttl µs.
+ */
+export const advertise = (table: string): string =>
+  `INSERT INTO ${table} (name, identity, priority, version, since, expires_at) ` +
+  `VALUES (?, ?, ?, ?, ${now}, ${now} + INTERVAL ? MICROSECOND) ON DUPLICATE KEY UPDATE ` +
+  `priority = ?, version = ?, since = IF(expires_at <= ${now}, ${now}, since), ` +
+  `expires_at = ${now} + INTERVAL ? MICROSECOND`
+
+const candidateColumns = `CAST(name AS CHAR CHARACTER SET utf8mb4) AS name, ` +
+  `CAST(identity AS CHAR CHARACTER SET utf8mb4) AS identity, CAST(priority AS CHAR) AS priority, ` +
+  `CAST(version AS CHAR CHARACTER SET utf8mb4) AS version, ` +
+  `CAST(TIMESTAMPDIFF(MICROSECOND, since, ${now}) AS CHAR) AS alive_us, ` +
+  `CAST(TIMESTAMPDIFF(MICROSECOND, ${now}, expires_at) AS CHAR) AS ttl_us`
+
+/** The election's live candidates, durations from one clock read. Parameters: name. */
+export const liveCandidates = (table: string): string =>
+  `SELECT ${candidateColumns} FROM ${table} WHERE name = ? AND expires_at > ${now}`
+
+/** Every live candidate of every election. */
+export const allCandidates = (table: string): string =>
+  `SELECT ${candidateColumns} FROM ${table} WHERE expires_at > ${now} ORDER BY name, priority DESC, identity`
+
+/** Parameters: name, identity. */
+export const withdraw = (table: string): string => `DELETE FROM ${table} WHERE name = ? AND identity = ?`
+
+/** Whole milliseconds, rounded down: a candidate never looks older or longer-lived than it is. */
+const millisDown = (us: string): Duration.Duration => Duration.millis(Number(BigInt(us) / 1000n))
+
+/** Decodes one row of {@link liveCandidates}. */
+export const toCandidate = (row: Record<string, unknown>): Candidate & { readonly name: string } => ({
+  name: text(row, "name"),
+  identity: text(row, "identity"),
+  priority: Number(text(row, "priority")),
+  version: row["version"] === null ? null : text(row, "version"),
+  aliveFor: millisDown(text(row, "alive_us")),
+  ttl: millisDown(text(row, "ttl_us"))
+})

@@ -15,10 +15,10 @@
  */
 
 /** `now()` rounded up to the millisecond. */
-const nowCeil = "date_trunc('milliseconds', now() + interval '999 microseconds')"
+export const nowCeil = "date_trunc('milliseconds', now() + interval '999 microseconds')"
 
 /** A stored instant as epoch milliseconds, rounded down, in text. */
-const millis = (column: string): string =>
+export const millis = (column: string): string =>
   `(extract(epoch from date_trunc('milliseconds', ${column})) * 1000)::int8::text`
 
 /** Every column as text, so that no type parser configured on the pool can change what is decoded. */
@@ -52,6 +52,25 @@ export interface Statements {
   readonly list: string
 }
 
+/** The statements of the candidates' table. */
+export interface CandidateStatements {
+  /**
+   * $1 name, $2 identity, $3 priority, $4 ttl in microseconds, $5 version.
+   * The caller's row and every other live one, durations in milliseconds.
+   */
+  readonly advertise: string
+  /** $1 name, $2 identity. */
+  readonly withdraw: string
+  /** Every live candidate of every election, by name; no parameters. */
+  readonly candidates: string
+}
+
+/** Durations in whole milliseconds, rounded so that a candidate never looks older or longer-lived than it is. */
+const candidateColumns = (alias: string) =>
+  `${alias}.name, ${alias}.identity, ${alias}.priority::text AS priority, ${alias}.version, ` +
+  `floor(extract(epoch from now() - ${alias}.since) * 1000)::int8::text AS alive_for, ` +
+  `floor(extract(epoch from ${alias}.expires_at - now()) * 1000)::int8::text AS ttl`
+
 /**
  * `table` is an already quoted, possibly schema-qualified name.
  *
@@ -84,6 +103,32 @@ WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()`,
   list: `SELECT ${columns} FROM ${table} ORDER BY name`
 })
 
+/** `candidates` is an already quoted, possibly schema-qualified name. */
+export const candidateStatements = (candidates: string): CandidateStatements => ({
+  // One statement: the CTEs' changes are invisible to its other parts, so
+  // the caller's row comes from the upsert's RETURNING and the rest from the
+  // table. Only rows expired for a whole TTL are collected.
+  advertise: `WITH gone AS (
+  DELETE FROM ${candidates}
+  WHERE name = $1 AND identity <> $2 AND expires_at <= now() - $4::int8 * interval '1 microsecond'
+), me AS (
+  INSERT INTO ${candidates} AS c (name, identity, priority, version, since, expires_at)
+  VALUES ($1, $2, $3::int4, $5, now(), now() + $4::int8 * interval '1 microsecond')
+  ON CONFLICT (name, identity) DO UPDATE SET
+    priority = excluded.priority,
+    version = excluded.version,
+    since = CASE WHEN c.expires_at <= now() THEN now() ELSE c.since END,
+    expires_at = excluded.expires_at
+  RETURNING c.*
+)
+SELECT ${candidateColumns("me")} FROM me
+UNION ALL
+SELECT ${candidateColumns("o")} FROM ${candidates} o
+WHERE o.name = $1 AND o.identity <> $2 AND o.expires_at > now()`,
+  withdraw: `DELETE FROM ${candidates} WHERE name = $1 AND identity = $2`,
+  candidates: `SELECT ${candidateColumns("c")} FROM ${candidates} c WHERE c.expires_at > now() ORDER BY c.name, c.priority DESC, c.identity`
+})
+
 /** The DDL, exactly as the reference describes it, for an already quoted name. */
 export const ddl = (table: string): string =>
   `CREATE TABLE IF NOT EXISTS ${table} (
@@ -94,4 +139,16 @@ export const ddl = (table: string): string =>
     renewed_at  timestamptz NOT NULL,
     expires_at  timestamptz NOT NULL,
     payload     bytea
+) WITH (fillfactor = 70);`
+
+/** The candidates' table, for an already quoted name. */
+export const candidatesDdl = (candidates: string): string =>
+  `CREATE TABLE IF NOT EXISTS ${candidates} (
+    name        text        NOT NULL,
+    identity    text        NOT NULL,
+    priority    integer     NOT NULL,
+    version     text,
+    since       timestamptz NOT NULL,
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (name, identity)
 ) WITH (fillfactor = 70);`
