@@ -14,16 +14,16 @@ interface Connection {
   readonly id: number
 }
 
-/** A driver with one connection; `run` answers when `answer` is called, or at once. */
+/** A driver whose `run` answers when `answer` is called (the oldest request first), or at once. */
 const fakeDriver = (immediate: boolean) => {
   const released: Array<Error | undefined> = []
-  let pending: ((error: Error | undefined, result: string) => void) | undefined
+  const pending: Array<(error: Error | undefined, result: string) => void> = []
   const driver: Gate.Driver<Connection, string> = {
     connect: (callback) => callback(undefined, { id: 1 }),
-    run: (_connection, callback) => immediate ? callback(undefined, "at once") : (pending = callback),
+    run: (_connection, callback) => immediate ? callback(undefined, "at once") : pending.push(callback),
     release: (_connection, error) => released.push(error)
   }
-  return { driver, released, answer: (result: string) => pending?.(undefined, result) }
+  return { driver, released, answer: (result: string) => pending.shift()?.(undefined, result) }
 }
 
 const timeout = Duration.seconds(1)
@@ -79,5 +79,26 @@ describe("Gate.use", () => {
       expect(yield* Fiber.join(call)).toBe("in time")
       yield* TestClock.adjust(Duration.seconds(10))
       expect(fake.released).toEqual([undefined])
+    }))
+
+  it.effect("one timer keeps the deadlines of calls in flight together, passing over the ones answered", () =>
+    Effect.gen(function*() {
+      const gate = Gate.make(2)
+      const fake = fakeDriver(false)
+      const first = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      yield* TestClock.adjust(Duration.millis(500))
+      const second = yield* Effect.fork(Gate.use(gate, timeout, grace, "inspect", fake.driver))
+      yield* TestClock.adjust(Duration.millis(200))
+      fake.answer("first")
+      expect(yield* Fiber.join(first)).toBe("first")
+      // The first call's deadline passes: nothing happens to the second.
+      yield* TestClock.adjust(Duration.millis(300))
+      expect(second.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.millis(500))
+      expect(yield* Effect.flip(Fiber.join(second))).toBeInstanceOf(OperationTimeout)
+      // A call after the timer went idle gets a deadline of its own again.
+      const third = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      yield* TestClock.adjust(timeout)
+      expect(yield* Effect.flip(Fiber.join(third))).toBeInstanceOf(OperationTimeout)
     }))
 })
