@@ -2,7 +2,8 @@
  * One participant in one election.
  *
  * An elector polls the store as a follower, claims the lease when it is free
- * and, while it leads, renews it. Each term is a `Scope`: work started in it
+ * (at the instant a lease it saw expires, when that comes before its next
+ * poll) and, while it leads, renews it. Each term is a `Scope`: work started in it
  * (`whileLeader`, `onStartedLeading`) is interrupted and its finalizers run
  * the instant leadership becomes uncertain. A watchdog ends the term at a
  * local deadline computed from the database's own view of the lease, counted
@@ -29,7 +30,7 @@ import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
-import type * as Stream from "effect/Stream"
+import * as Stream from "effect/Stream"
 import type { AlreadyRunning, DuplicateIdentity, IdentityError, InvalidConfig, LastError } from "./ElectorError.js"
 import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
@@ -77,9 +78,9 @@ export interface ElectorConfig {
   readonly payload?: Uint8Array | null | undefined
   /** How long a lease stays valid; the worst-case failover after a crash. */
   readonly leaseDuration?: Duration.DurationInput | undefined
-  /** How often the leader extends its lease. */
+  /** How often the leader extends its lease: never less often; jittered earlier, so that leaders elected together spread out. */
   readonly renewInterval?: Duration.DurationInput | undefined
-  /** How often a follower polls; each delay is drawn from [period/2, period). */
+  /** How often a follower polls; each delay is drawn from [period/2, period). A lease it saw is claimed the instant it expires. */
   readonly retryPeriod?: Duration.DurationInput | undefined
   /** Bounds every store call. */
   readonly operationTimeout?: Duration.DurationInput | undefined
@@ -325,14 +326,81 @@ export const make: (
 export const layer = (
   config: ElectorConfig
 ): Layer.Layer<Elector, InvalidConfig | IdentityError | DuplicateIdentity | StoreError, Store> =>
-  Layer.scoped(
-    Elector,
-    Effect.tap(make(config), (elector) =>
-      Effect.zipRight(
-        Effect.forkScoped(elector.run),
-        elector.config.failFast ? elector.ready : Effect.void
-      ))
-  )
+  Layer.scoped(Elector, Effect.tap(make(config), takePart))
+
+/** Runs the elector for the scope; under `failFast`, once its first store call has answered. */
+const takePart = (elector: ElectorShape): Effect.Effect<void, StoreError, Scope.Scope> =>
+  Effect.zipRight(Effect.forkScoped(elector.run), elector.config.failFast ? elector.ready : Effect.void)
+
+/**
+ * One election's status, in the merged stream of {@link Electors}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ElectionStatus {
+  /** The election (`ElectorConfig.name`). */
+  readonly name: string
+  readonly status: Status
+}
+
+/**
+ * The electors {@link joinAll} started, all over one store.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Electors {
+  /** In the order of the configurations. */
+  readonly electors: ReadonlyArray<ElectorShape>
+  /** Every elector's status each time it changes, merged; starts with each one's current status. */
+  readonly changes: Stream.Stream<ElectionStatus>
+}
+
+/**
+ * Takes part in many elections at once, over the one `Store` in context (so
+ * over one connection pool), for as long as the scope lives: like one
+ * {@link layer} per configuration, without a context per elector. Every
+ * configuration is validated before any elector starts, so one bad
+ * configuration fails the call (`InvalidConfig`, naming the field) with
+ * nothing started. Each elector is an ordinary one: its own identity (given
+ * or generated), its own loop, its own terms.
+ *
+ * Size the store's pool for all of them: see "Many elections in one
+ * process" in the README.
+ *
+ * @since 0.2.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Elector } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const tenants = ["acme", "globex", "initech"]
+ * const program = Effect.gen(function* () {
+ *   const { changes } = yield* Elector.joinAll(tenants.map((tenant) => ({ name: `billing-${tenant}` })))
+ *   yield* Stream.runForEach(changes, ({ name, status }) => Effect.log(`${name}: ${status.isLeader ? "leading" : "following"}`))
+ * }).pipe(Effect.scoped, Effect.provide(PgStore.layerFromUrl("postgres://app@db:5432/app", { maxConnections: 4 })))
+ * ```
+ */
+export const joinAll = (
+  configs: Iterable<ElectorConfig>
+): Effect.Effect<Electors, InvalidConfig | IdentityError | DuplicateIdentity | StoreError, Store | Scope.Scope> =>
+  Effect.gen(function*() {
+    // The generated identity is kept, so that make() does not draw another.
+    const checked = yield* Effect.forEach(
+      configs,
+      (config) => Effect.map(validate(config), ({ identity }) => ({ ...config, identity }))
+    )
+    const electors = yield* Effect.forEach(checked, make)
+    yield* Effect.forEach(electors, takePart, { concurrency: "unbounded", discard: true })
+    const changes = Stream.mergeAll(
+      electors.map((elector) => Stream.map(elector.changes, (status) => ({ name: elector.config.name, status }))),
+      { concurrency: "unbounded" }
+    )
+    return { electors, changes }
+  })
 
 /**
  * {@link layer}, its configuration read from effect's `Config` (environment

@@ -10,10 +10,12 @@
  * Series are per process: two participants of one election in one process
  * (a test, a demo) share theirs.
  *
- * Store calls are traced too: each runs in a span named
+ * Store calls are traced too, once a tracer is installed (e.g. with
+ * `@effect/opentelemetry`): each runs in a span named
  * `leaderelection.<operation>` (`acquire`, `renew`, `release`, `inspect`)
  * with the attributes `election`, `identity` and, for a renewal or release,
- * `fence`.
+ * `fence`. Under Effect's own tracer, whose spans nothing reads, no span is
+ * made.
  *
  * @since 0.1.0
  */

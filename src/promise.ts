@@ -13,6 +13,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
@@ -24,9 +25,11 @@ import * as Metric from "effect/Metric"
 import type * as MetricPair from "effect/MetricPair"
 import * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Elector from "./Elector.js"
 import type { LastError } from "./ElectorError.js"
 import { formatDuration } from "./internal/config.js"
+import * as internal from "./internal/elector.js"
 import { Store, type StoreShape } from "./Store.js"
 
 /**
@@ -214,7 +217,7 @@ const exposition = (pair: MetricPair.MetricPair.Untyped): readonly [string, Read
 /** A run of the elector: one store, one elector, one election loop, in one fiber. */
 interface Run {
   fiber: Fiber.RuntimeFiber<never, unknown> | undefined
-  elector: Elector.ElectorShape | undefined
+  elector: internal.Elector | undefined
 }
 
 interface Waiter {
@@ -343,7 +346,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
     }
   }
 
-  const started = (current: Run, elector: Elector.ElectorShape) => {
+  const started = (current: Run, elector: internal.Elector) => {
     current.elector = elector
     // Not if a stop() came in meanwhile: the run is stopping already.
     if (state === "starting") {
@@ -378,7 +381,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
 
   const program = (current: Run): Effect.Effect<never, unknown> =>
     Effect.gen(function*() {
-      const elector = yield* Elector.make(electorConfig)
+      const elector = yield* internal.make(electorConfig)
       const running = yield* Effect.fork(elector.run)
       // Under failFast, start() settles on the first store answer and rejects
       // with a fatal one; the race also fails the start if run ends first.
@@ -496,10 +499,62 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
           if (failure === undefined) ending.push({ start: false, resolve, reject })
           else reject(failure.error)
         }),
-    isLeader: () => current((elector) => elector.isLeader, false),
-    fence: () => current((elector) => Effect.map(elector.fence, Option.getOrUndefined), undefined),
+    // Read without running an effect: these are called on hot paths, and re-check the deadline every time.
+    isLeader: () => run?.elector?.unsafeIsLeader() ?? false,
+    fence: () => run?.elector?.unsafeFence(),
     status: () => snapshot(current((elector) => elector.status, idle)),
     metrics
   }
 }
 
+
+/**
+ * A store built once and shared by many Promise electors: pass it as
+ * `store` to each {@link createElector}. Stopping an elector leaves it open;
+ * `close()` tears it down (the pool a `layerFromUrl` store owns is ended)
+ * once the electors using it have stopped.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface SharedStore extends StoreShape {
+  /** Tears the store down. Idempotent; never rejects. */
+  readonly close: () => Promise<void>
+}
+
+/**
+ * Builds a store layer once, for many electors in this process: one pool
+ * for all of them instead of one per elector. Rejects with the layer's
+ * error (e.g. a `StoreError` from `ensureSchema`, an `InvalidConfig` URL).
+ * Size the pool for every election sharing it: see "Many elections in one
+ * process" in the README.
+ *
+ * @since 0.2.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { createElector, openStore } from "effect-leaderelection/promise"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const store = await openStore(PgStore.layerFromUrl(process.env.DATABASE_URL!, { ensureSchema: true, maxConnections: 4 }))
+ * const electors = ["billing-acme", "billing-globex"].map((name) =>
+ *   createElector({ store, name, onStartedLeading: async (signal) => { while (!signal.aborted) await bill(name) } })
+ * )
+ * await Promise.all(electors.map((elector) => elector.start()))
+ * process.on("SIGTERM", async () => {
+ *   await Promise.all(electors.map((elector) => elector.stop()))
+ *   await store.close()
+ * })
+ * declare function bill(tenant: string): Promise<void>
+ * ```
+ */
+export const openStore = async (store: Layer.Layer<Store, unknown>): Promise<SharedStore> => {
+  const scope = Effect.runSync(Scope.make())
+  const built = await Effect.runPromiseExit(Layer.buildWithScope(store, scope))
+  const close = () => Effect.runPromise(Scope.close(scope, Exit.void))
+  if (Exit.isFailure(built)) {
+    await close()
+    throw Cause.squash(built.cause)
+  }
+  return { ...Context.get(built.value, Store), close }
+}

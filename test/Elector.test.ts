@@ -1,11 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Ref, Scope, Stream, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
+import * as internal from "../src/internal/elector.js"
 import * as Leadership from "../src/Leadership.js"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
+import { steady } from "./support/steady.js"
 
 // The database clock is three days ahead of the local one in every test: any
 // code that compared the two would produce nonsense.
@@ -33,7 +35,7 @@ const recording = (store: Store.StoreShape) =>
 /** Starts an elector's run and lets it take its first steps. */
 const start = (elector: Elector.ElectorShape) =>
   Effect.gen(function*() {
-    const fiber = yield* Effect.fork(elector.run)
+    const fiber = yield* Effect.fork(steady(elector.run))
     yield* TestClock.adjust(Duration.millis(1))
     return fiber
   })
@@ -445,6 +447,79 @@ describe("Elector", () => {
       const run = yield* start(elector)
       yield* Fiber.interrupt(run)
       expect(Array.from(yield* Fiber.join(seen))).toEqual([false, true, false])
+    }))
+
+  it.scoped("changes emits once per renewal: the new deadline and what the renewal saw are one change", () =>
+    Effect.gen(function*() {
+      const { db } = yield* world
+      const store = Faulty.make(db)
+      const elector = yield* participant(store, { name: "jobs", identity: "a" })
+      yield* start(elector)
+      const seen: Array<Elector.Status> = []
+      yield* Effect.forkScoped(Stream.runForEach(elector.changes, (s) => Effect.sync(() => seen.push(s))))
+      yield* TestClock.adjust(Duration.millis(1))
+      // The status as of subscribing: leading under fence 1 since 0.
+      expect(seen.map((s) => s.validUntil)).toEqual([Option.some(new Date(13_500))])
+      const renewals = store.calls.renew
+      yield* seconds(20)
+      expect(store.calls.renew - renewals).toBe(4)
+      expect(seen.slice(1).map((s) => [s.isLeader, s.validUntil])).toEqual(
+        [5_000, 10_000, 15_000, 20_000].map((sentAt) => [true, Option.some(new Date(sentAt + 13_500))])
+      )
+    }))
+
+  it.scoped("isLeader, fence and status are false from the deadline on with no fiber running: each read checks it", () =>
+    Effect.gen(function*() {
+      const { db } = yield* world
+      // A clock whose sleeps never end: no watchdog, renewal or timer ever runs again once leading.
+      let nanos = 0n
+      const frozen: Clock.Clock = {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        unsafeCurrentTimeMillis: () => Number(nanos / 1_000_000n),
+        unsafeCurrentTimeNanos: () => nanos,
+        currentTimeMillis: Effect.sync(() => Number(nanos / 1_000_000n)),
+        currentTimeNanos: Effect.sync(() => nanos),
+        sleep: () => Effect.never
+      }
+      const elector = yield* internal.make({ name: "jobs", identity: "a" }).pipe(
+        Effect.provideService(Store.Store, db),
+        Effect.withClock(frozen)
+      )
+      yield* Effect.fork(elector.run)
+      while (!elector.unsafeIsLeader()) yield* Effect.yieldNow()
+      // Acquired at 0: the deadline is 15s - 1.5s later.
+      nanos = 13_499_999_999n
+      expect([elector.unsafeIsLeader(), elector.unsafeFence()]).toEqual([true, 1n])
+      expect(yield* elector.isLeader).toBe(true)
+      nanos = 13_500_000_000n
+      expect([elector.unsafeIsLeader(), elector.unsafeFence()]).toEqual([false, undefined])
+      expect(yield* elector.isLeader).toBe(false)
+      expect(yield* elector.fence).toEqual(Option.none())
+      expect((yield* elector.status).isLeader).toBe(false)
+    }))
+
+  it.scoped("a renewal that shortens the deadline brings the step-down forward to it", () =>
+    Effect.gen(function*() {
+      const { db } = yield* world
+      // Renewals are granted for 2s only, although 15s are asked for.
+      const store: Store.StoreShape = {
+        ...db,
+        renew: (name, identity, fence, _ttl, payload) => db.renew(name, identity, fence, Duration.seconds(2), payload)
+      }
+      const interrupted = yield* Deferred.make<number>()
+      const elector = yield* participant(store, {
+        name: "jobs",
+        identity: "a",
+        onStartedLeading: () =>
+          Effect.never.pipe(
+            Effect.onInterrupt(() => Effect.flatMap(Clock.currentTimeMillis, (now) => Deferred.succeed(interrupted, now)))
+          )
+      })
+      yield* start(elector)
+      yield* seconds(6)
+      // Acquired at 0 until 13.5s; renewed at 5s for 2s, less the 1.5s margin: until 5.5s.
+      expect(yield* Deferred.isDone(interrupted)).toBe(true)
+      expect(yield* Deferred.await(interrupted)).toBe(5_500)
     }))
 
   it.scoped("the layer runs the elector for as long as it lives", () =>

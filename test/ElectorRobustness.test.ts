@@ -28,6 +28,7 @@ import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
+import { steady } from "./support/steady.js"
 
 // The database clock is three days ahead of the local one, as in every unit test.
 const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
@@ -37,7 +38,7 @@ const join = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
   Effect.gen(function*() {
     const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
     const elector = yield* Elector.make(config).pipe(Effect.provideService(Store.Store, store), Scope.extend(scope))
-    const run = yield* Effect.forkIn(elector.run, scope)
+    const run = yield* Effect.forkIn(steady(elector.run), scope)
     yield* TestClock.adjust(Duration.millis(1))
     return { elector, run, scope }
   })

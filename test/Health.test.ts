@@ -9,6 +9,7 @@ import * as Health from "../src/Health.js"
 import * as HealthHttpApp from "../src/HealthHttpApp.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
+import { steady } from "./support/steady.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
 
 // The database clock is three days ahead of the local one, as in every unit test.
@@ -23,7 +24,7 @@ const timings = { leaseDuration: "15 seconds", renewInterval: "5 seconds", retry
 const join = (store: Store.StoreShape, name: string, identity: string) =>
   Effect.gen(function*() {
     const elector = yield* Elector.make({ name, identity, ...timings }).pipe(Effect.provideService(Store.Store, store))
-    yield* Effect.forkScoped(elector.run)
+    yield* Effect.forkScoped(steady(elector.run))
     yield* TestClock.adjust(Duration.millis(1))
     return elector
   })

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Metric, Option, Scope, TestClock } from "effect"
+import { Duration, Effect, Exit, Metric, Option, Scope, TestClock, Tracer } from "effect"
 import * as Elector from "../src/Elector.js"
 import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
+import { steady } from "./support/steady.js"
 
 // The database clock is three days ahead of the local one, as in every unit test.
 const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
@@ -49,7 +50,7 @@ const join = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const elector = yield* Elector.make(config).pipe(Effect.provideService(Store.Store, store), Scope.extend(scope))
-    yield* Effect.forkIn(elector.run, scope)
+    yield* Effect.forkIn(steady(elector.run), scope)
     yield* TestClock.adjust(Duration.millis(1))
     return { elector, scope }
   })
@@ -160,24 +161,32 @@ describe("Metrics", () => {
       expect(yield* storeErrors(name, "inspect", "fatal")).toBeGreaterThan(0)
     }))
 
-  it.scoped("runs every store call in a span named for its operation", () =>
+  /** A store that records the span each call runs in. */
+  const spied = (db: Store.StoreShape) => {
+    const spans: Array<{ readonly name: string; readonly attributes: Record<string, unknown> }> = []
+    const record = <A, E>(effect: Effect.Effect<A, E>) =>
+      Effect.gen(function*() {
+        const span = yield* Effect.option(Effect.currentSpan)
+        if (Option.isSome(span)) spans.push({ name: span.value.name, attributes: Object.fromEntries(span.value.attributes) })
+        return yield* effect
+      })
+    const store: Store.StoreShape = {
+      acquire: (...args) => record(db.acquire(...args)),
+      renew: (...args) => record(db.renew(...args)),
+      release: (...args) => record(db.release(...args)),
+      inspect: (...args) => record(db.inspect(...args))
+    }
+    return { spans, store }
+  }
+
+  it.scoped("with a tracer installed, runs every store call in a span named for its operation", () =>
     Effect.gen(function*() {
       const name = election()
-      const db = yield* world
-      const spans: Array<{ readonly name: string; readonly attributes: Record<string, unknown> }> = []
-      const record = <A, E>(effect: Effect.Effect<A, E>) =>
-        Effect.gen(function*() {
-          const span = yield* Effect.option(Effect.currentSpan)
-          if (Option.isSome(span)) spans.push({ name: span.value.name, attributes: Object.fromEntries(span.value.attributes) })
-          return yield* effect
-        })
-      const traced: Store.StoreShape = {
-        acquire: (...args) => record(db.acquire(...args)),
-        renew: (...args) => record(db.renew(...args)),
-        release: (...args) => record(db.release(...args)),
-        inspect: (...args) => record(db.inspect(...args))
-      }
-      const { scope } = yield* join(traced, { name, identity: "a" })
+      const { spans, store } = spied(yield* world)
+      // Any tracer but Effect's own, which nothing reads.
+      const native = yield* Effect.tracer
+      yield* Effect.withTracerScoped(Tracer.make({ span: native.span, context: native.context }))
+      const { scope } = yield* join(store, { name, identity: "a" })
       yield* seconds(5)
       yield* Scope.close(scope, Exit.void)
       expect(spans.map((s) => s.name)).toEqual([
@@ -189,5 +198,15 @@ describe("Metrics", () => {
       expect(spans[1]?.attributes).toEqual({ election: name, identity: "a" })
       expect(spans[2]?.attributes).toEqual({ election: name, identity: "a", fence: "1" })
       expect(spans[3]?.attributes).toEqual({ election: name, identity: "a", fence: "1" })
+    }))
+
+  it.scoped("without a tracer installed, a store call makes no span", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const { spans, store } = spied(yield* world)
+      const { scope } = yield* join(store, { name, identity: "a" })
+      yield* seconds(5)
+      yield* Scope.close(scope, Exit.void)
+      expect(spans).toEqual([])
     }))
 })

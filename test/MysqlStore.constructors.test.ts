@@ -57,6 +57,36 @@ describeConstructors({
   fresh: tables.fresh
 })
 
+const sessionOf = (pool: Mysql.Pool) =>
+  Effect.async<{ readonly id: number; readonly tx: number }, Error>((resume) => {
+    pool.query("SELECT CONNECTION_ID() AS id, @@in_transaction AS tx", (error, rows) =>
+      resume(error ? Effect.fail(error) : Effect.succeed((rows as Array<{ id: number; tx: number }>)[0]!)))
+  })
+
+describe("MysqlStore: a transaction sent as one request", () => {
+  it.scoped("that fails mid-way never gives its connection back inside the transaction", () =>
+    Effect.gen(function*() {
+      // One connection that allows several statements per request, as the store's own pools do.
+      const pool = yield* callerPool({ connectionLimit: 1, multipleStatements: true })
+      const table = tables.fresh("midway")
+      const store = yield* MysqlStore.makeFromPool(pool, { table, ensureSchema: true })
+      const name = uniqueName("midway")
+      const lease = yield* store.acquire(name, "a", Duration.seconds(30), null)
+      const before = yield* sessionOf(pool)
+      // START TRANSACTION succeeds, then the UPDATE fails: the table is gone.
+      yield* Effect.promise(async () => {
+        const connection = await MysqlPromise.createConnection(server)
+        await connection.query(`DROP TABLE ${MysqlStore.quoteIdentifier(table)}`).finally(() => connection.end())
+      })
+      const error = yield* Effect.flip(store.renew(name, "a", lease.fence, Duration.seconds(30), null))
+      expect(error).toMatchObject({ _tag: "StoreError", retryable: false, code: "1146" })
+      // The pool's only connection is a new one, outside any transaction.
+      const after = yield* sessionOf(pool)
+      expect(after.id).not.toBe(before.id)
+      expect(after.tx).toBe(0)
+    }))
+})
+
 describe("MysqlStore.makeFromPool / layerFromPool", () => {
   it.live("run on the caller's pool and never end it", () =>
     Effect.gen(function*() {
@@ -147,6 +177,9 @@ describe("MysqlStore against a hung server: operationTimeout over either pool", 
       expect((error as Store.StoreError).cause).toMatchObject({ _tag: "OperationTimeout" })
       expect(took).toBeLessThan(Duration.toMillis(timeout) + slackMillis)
       proxy.setMode(Mode.pass)
+      // The store keeps the silent connection out of the pool for its grace
+      // (twice the timeout), then destroys it.
+      yield* Effect.sleep(Duration.times(timeout, 2.5))
       // One connection in the pool: had the wedged one gone back, this would hang.
       const renewed = yield* store.renew(name, "a", lease.fence, Duration.seconds(30), null).pipe(Effect.timeout("5 seconds"))
       expect(renewed.fence).toBe(lease.fence)

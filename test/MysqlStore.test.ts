@@ -2,6 +2,7 @@ import { MysqlClient } from "@effect/sql-mysql2"
 import { afterAll, describe, expect, it, vi } from "@effect/vitest"
 import { Context, Duration, Effect, Either, Exit, Fiber, Layer, Redacted } from "effect"
 import * as fc from "fast-check"
+import * as net from "node:net"
 import * as MysqlCallback from "mysql2"
 import * as Mysql from "mysql2/promise"
 import * as ElectorError from "../src/ElectorError.js"
@@ -378,8 +379,9 @@ describe("MysqlStore statement path", () => {
       yield* store.inspect(name)
       yield* store.release(name, "a", lease.fence)
       const after = count()
-      // acquire and renew: START, write, read, COMMIT; inspect and release: one each.
-      expect(after.query - before.query).toBe(10)
+      // One request per operation: acquire and renew send START, write,
+      // read and COMMIT together; inspect and release are one statement.
+      expect(after.query - before.query).toBe(4)
       expect(after.execute - before.execute).toBe(0)
       expect(after.prepare - before.prepare).toBe(0)
 
@@ -388,6 +390,70 @@ describe("MysqlStore statement path", () => {
       yield* sql`SELECT 1 AS one`
       expect(execute.mock.calls.length - after.execute).toBe(1)
     }).pipe(Effect.provide(MysqlClient.layer({ url: Redacted.make(url) }))))
+})
+
+/**
+ * A TCP relay to the shared server that reads the client's side of the MySQL
+ * protocol: each packet is a 3-byte length and a sequence number, and a
+ * packet numbered 0 starts a new command (a request, answered in one round
+ * trip). It counts those commands.
+ */
+const commandCounter = Effect.acquireRelease(
+  Effect.async<{ readonly port: number; readonly commands: () => number; readonly server: net.Server }>((resume) => {
+    let commands = 0
+    const server = net.createServer((client) => {
+      const upstream = net.connect(3306, "127.0.0.1")
+      let pending = Buffer.alloc(0)
+      client.on("data", (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk])
+        while (pending.length >= 4 && pending.length >= 4 + pending.readUIntLE(0, 3)) {
+          if (pending[3] === 0) commands += 1
+          pending = pending.subarray(4 + pending.readUIntLE(0, 3))
+        }
+        upstream.write(chunk)
+      })
+      upstream.pipe(client)
+      client.on("error", () => upstream.destroy())
+      upstream.on("error", () => client.destroy())
+      client.on("close", () => upstream.destroy())
+    })
+    server.listen(0, "127.0.0.1", () => {
+      resume(Effect.succeed({ port: (server.address() as net.AddressInfo).port, commands: () => commands, server }))
+    })
+  }),
+  ({ server }) =>
+    Effect.async<void>((resume) => {
+      server.close(() => resume(Effect.void))
+    })
+)
+
+describe("MysqlStore round trips", () => {
+  it.scopedLive("each operation is one request on the wire, the transactions of acquire and renew included", () =>
+    Effect.gen(function*() {
+      const relay = yield* commandCounter
+      const store = yield* MysqlStore.makeFromUrl(`mysql://root@127.0.0.1:${relay.port}/test`, {
+        table,
+        ensureSchema: true,
+        maxConnections: 1
+      })
+      const name = uniqueName("round-trips")
+      const counted = <A, E>(effect: Effect.Effect<A, E>) =>
+        Effect.gen(function*() {
+          const before = relay.commands()
+          const result = yield* effect
+          return [result, relay.commands() - before] as const
+        })
+      const [lease, acquire] = yield* counted(store.acquire(name, "a", Duration.seconds(30), null))
+      const [, renew] = yield* counted(store.renew(name, "a", lease.fence, Duration.seconds(30), null))
+      const [lost] = yield* counted(Effect.flip(store.renew(name, "b", lease.fence, Duration.seconds(30), null)))
+      const [, inspect] = yield* counted(store.inspect(name))
+      const [, release] = yield* counted(store.release(name, "a", lease.fence))
+      expect(lost._tag).toBe("LeaseLost")
+      expect({ acquire, renew, inspect, release }).toEqual({ acquire: 1, renew: 1, inspect: 1, release: 1 })
+      // The lease read back after a renewal in the same request is the renewed one.
+      const again = yield* store.acquire(name, "a", Duration.seconds(30), null)
+      expect(again.fence).toBe(lease.fence + 1n)
+    }))
 })
 
 describe("MysqlStore against a server that stops answering", () => {

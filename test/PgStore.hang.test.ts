@@ -5,7 +5,10 @@
  * operation timeout or on interruption, not seconds later, and must throw the
  * wedged connection away so that the next call, once the path heals, gets a
  * working one. Every pool here has ONE connection, so a wedged connection
- * that went back to the pool would make that next call hang too.
+ * that went back to the pool would make that next call hang too. The store
+ * keeps a connection whose caller gave up out of the pool for twice its
+ * operation timeout more (the grace: a late answer would let it keep it), then
+ * destroys it; the next call here comes after that grace.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { inject } from "vitest"
@@ -28,6 +31,9 @@ afterAll(async () => {
 const timeout = Duration.seconds(1)
 /** Generous: the point is "about the timeout", not "the timeout plus a 5 s cancel". */
 const slack = Duration.millis(1500)
+
+/** A little longer than the grace the store gives a connection whose caller gave up. */
+const pastGrace = Duration.times(timeout, 2.5)
 
 const elapsed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
@@ -73,7 +79,7 @@ const targets = [["PostgreSQL direct", directUrl], ["via PgBouncer", inject("pgb
 const cases = targets.flatMap(([label, target]) => kinds.map((kind) => [label, kind, target] as const))
 
 describe.each(cases)("PgStore against a hung server (%s, over %s)", (label, kind, target) => {
-  it.live("a timed-out call returns at about its timeout, and the next call gets a fresh connection", () =>
+  it.live("a timed-out call returns at about its timeout, and the next call, after the grace, gets a fresh connection", () =>
     withProxy(target, kind, { operationTimeout: timeout, ensureSchema: true }, (store, proxy) =>
       Effect.gen(function*() {
         const name = uniqueName("hang-timeout")
@@ -84,13 +90,14 @@ describe.each(cases)("PgStore against a hung server (%s, over %s)", (label, kind
         expect(error).toMatchObject({ _tag: "StoreError", operation: "renew", retryable: true })
         expect(Duration.lessThan(took, Duration.sum(timeout, slack))).toBe(true)
         proxy.setMode(Mode.pass)
+        yield* Effect.sleep(pastGrace)
         const [renewed, next] = yield* elapsed(store.renew(name, "a", lease.fence, Duration.seconds(30), null))
         console.log(`[${label}, ${kind}] the next renew, after the path healed, succeeded in ${Duration.format(next)}`)
         expect(renewed.fence).toBe(lease.fence)
       })))
 
-  it.live("an interrupted call gives control back at once, and the next call gets a fresh connection", () =>
-    withProxy(target, kind, { operationTimeout: Duration.seconds(30), ensureSchema: true }, (store, proxy) =>
+  it.live("an interrupted call gives control back at once, and the next call, after the grace, gets a fresh connection", () =>
+    withProxy(target, kind, { operationTimeout: timeout, ensureSchema: true }, (store, proxy) =>
       Effect.gen(function*() {
         const name = uniqueName("hang-interrupt")
         yield* store.acquire(name, "a", Duration.seconds(30), null)
@@ -101,6 +108,7 @@ describe.each(cases)("PgStore against a hung server (%s, over %s)", (label, kind
         console.log(`[${label}, ${kind}] interrupting a hung inspect took ${Duration.format(took)}`)
         expect(Duration.lessThan(took, slack)).toBe(true)
         proxy.setMode(Mode.pass)
+        yield* Effect.sleep(pastGrace)
         const lease = yield* store.inspect(name).pipe(Effect.timeout("5 seconds"))
         expect(lease.holder).toBe("a")
       })))
@@ -140,7 +148,10 @@ describe.each(targets)("PgStore over the caller's pool, against a hung server (%
         expect(error).toMatchObject({ _tag: "StoreError", operation: "renew", retryable: true })
         expect(error.cause).toMatchObject({ _tag: "OperationTimeout" })
         expect(Duration.lessThan(took, Duration.sum(timeout, slack))).toBe(true)
-        // The wedged connection left the pool rather than going back to it.
+        // The wedged connection stays out of the pool (checked out, not idle)
+        // for the grace, then leaves it rather than going back to it.
+        expect([pool.totalCount, pool.idleCount]).toEqual([1, 0])
+        yield* Effect.sleep(pastGrace)
         expect(pool.totalCount).toBe(0)
         proxy.setMode(Mode.pass)
         return yield* store.renew(name, "a", lease.fence, Duration.seconds(30), null)

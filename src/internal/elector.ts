@@ -5,13 +5,14 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
+import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { ElectorConfig, ElectorShape, Status } from "../Elector.js"
 import {
   AlreadyRunning,
@@ -28,7 +29,7 @@ import * as Store from "../Store.js"
 import { type Operation, StoreError } from "../Store.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Instrumentation from "./instrumentation.js"
-import { jittered, localDeadline } from "./timing.js"
+import { jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
 
 interface Term {
   readonly fence: bigint
@@ -57,8 +58,21 @@ interface State {
   readonly lastError: Option.Option<LastError>
 }
 
+/** A store call waiting for its answer. */
+interface InFlight {
+  /** Local monotonic nanoseconds at which it gives up. */
+  readonly deadline: bigint
+  /** Answered, timed out or interrupted: whichever came first settled it. */
+  settled: boolean
+  /** Times it out, unless settled. */
+  readonly expire: () => void
+}
+
 /** Why a term ended, other than shutdown. */
 type StepDown = "expired" | "lost" | "failed"
+
+/** A follower's next step: look at the record, or try to take it. */
+type Step = "poll" | "claim"
 
 /** How many advisory callbacks may wait for the ones ahead of them. */
 const adviceLimit = 64
@@ -103,17 +117,28 @@ const register = (name: string, identity: string) => {
   )
 }
 
+/**
+ * An elector with synchronous reads, for callers outside Effect (the Promise
+ * API): they compare the live term's deadline with the clock, as `isLeader`
+ * and `fence` do, without running an effect.
+ *
+ * @internal
+ */
+export interface Elector extends ElectorShape {
+  readonly unsafeIsLeader: () => boolean
+  readonly unsafeFence: () => bigint | undefined
+}
+
 /** @internal */
 export const make = (
   input: ElectorConfig
-): Effect.Effect<ElectorShape, InvalidConfig | IdentityError | DuplicateIdentity, Store.Store | Scope.Scope> =>
+): Effect.Effect<Elector, InvalidConfig | IdentityError | DuplicateIdentity, Store.Store | Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* resolve(input)
     const { identity, leaseDuration, name, payload, safetyMargin } = config
     yield* register(name, identity)
     const store = yield* Store.Store
     const clock = yield* Effect.clock
-    const state = yield* SubscriptionRef.make(initial)
     const nowNanos = clock.currentTimeNanos
     const instrumentation = yield* Instrumentation.make(name, identity)
     const annotate = Effect.annotateLogs({ election: name, identity })
@@ -169,73 +194,144 @@ export const make = (
       })
     )
 
-    const live = (s: State, now: bigint): Option.Option<Term> => Option.filter(s.term, (term) => now < term.deadline)
-    const current = Effect.zipWith(SubscriptionRef.get(state), nowNanos, live)
+    // The state is a plain variable, so that reading it takes no fiber: the
+    // deadline is compared with the clock on every read (isLeader, fence,
+    // status). `commit` alone changes it, and hands the new state to each
+    // `changes` subscriber in the same synchronous step: in order, none lost,
+    // one per change.
+    let state: State = initial
+    const subscribers = new Set<Queue.Enqueue<State>>()
+    const commit = (next: State): void => {
+      state = next
+      for (const subscriber of subscribers) subscriber.unsafeOffer(next)
+    }
+    const update = (f: (s: State) => State) => Effect.sync(() => commit(f(state)))
+    const states = Stream.unwrapScoped(Effect.map(
+      Effect.acquireRelease(
+        Effect.flatMap(Queue.unbounded<State>(), (queue) =>
+          Effect.sync(() => {
+            subscribers.add(queue)
+            queue.unsafeOffer(state)
+            return queue
+          })),
+        (queue) => Effect.zipRight(Effect.sync(() => subscribers.delete(queue)), Queue.shutdown(queue))
+      ),
+      (queue) => Stream.fromQueue(queue)
+    ))
 
-    const snapshot = (s: State): Effect.Effect<Status> =>
-      Effect.gen(function*() {
-        const now = yield* nowNanos
-        const wall = yield* clock.currentTimeMillis
-        const term = live(s, now)
-        return {
-          isLeader: Option.isSome(term),
-          fence: Option.map(term, (t) => t.fence),
-          identity,
-          leader: Option.map(s.leader, (o) => o.holder),
-          leaderFence: Option.map(s.leader, (o) => o.fence),
-          leaderPayload: Option.flatMap(s.leader, (o) => Option.fromNullable(o.payload)),
-          observedAt: Option.map(s.observedAt, (ms) => new Date(ms)),
-          validUntil: Option.map(term, (t) => new Date(wall + Number((t.deadline - now) / 1_000_000n))),
-          lastError: s.lastError
-        }
-      })
+    /** The term in progress, if its deadline has not passed. */
+    const live = (s: State, now: bigint): Term | undefined => {
+      const term = Option.getOrUndefined(s.term)
+      return term !== undefined && now < term.deadline ? term : undefined
+    }
+    const leading = () => live(state, clock.unsafeCurrentTimeNanos())
+
+    const snapshot = (s: State): Status => {
+      const now = clock.unsafeCurrentTimeNanos()
+      const wall = clock.unsafeCurrentTimeMillis()
+      const term = Option.fromNullable(live(s, now))
+      return {
+        isLeader: Option.isSome(term),
+        fence: Option.map(term, (t) => t.fence),
+        identity,
+        leader: Option.map(s.leader, (o) => o.holder),
+        leaderFence: Option.map(s.leader, (o) => o.fence),
+        leaderPayload: Option.flatMap(s.leader, (o) => Option.fromNullable(o.payload)),
+        observedAt: Option.map(s.observedAt, (ms) => new Date(ms)),
+        validUntil: Option.map(term, (t) => new Date(wall + Number((t.deadline - now) / 1_000_000n))),
+        lastError: s.lastError
+      }
+    }
+
+    // The store calls waiting for an answer, in the order they were made,
+    // which is the order of their deadlines: each is operationTimeout after
+    // the call was made, on the monotonic clock. One daemon fiber times them
+    // all out, so that a call needs no timer of its own: it sleeps until the
+    // deadline of the oldest call still waiting, and passes over the calls
+    // answered already. It stops when the elector's scope closes, after
+    // `run` has (finalizers run in reverse order), so it bounds the calls of
+    // the last step-down too.
+    const waiting = yield* Queue.unbounded<InFlight>()
+    const timeout = Duration.unsafeToNanos(config.operationTimeout)
+    const timer = yield* Effect.gen(function*() {
+      while (true) {
+        const call = yield* Queue.take(waiting)
+        const wait = call.deadline - clock.unsafeCurrentTimeNanos()
+        if (!call.settled && wait > 0n) yield* clock.sleep(Duration.nanos(wait))
+        call.expire()
+      }
+    }).pipe(Effect.interruptible, Effect.forkDaemon)
+    yield* Effect.addFinalizer(() => Fiber.interruptFork(timer))
 
     // Every store call gives control back at operationTimeout, whatever the
-    // store does with the interruption: the attempt and its timer run as
-    // daemon fibers, never children of the caller (a fiber waits for its
+    // store does with the interruption: the attempt runs in a fiber of its
+    // own, started on the caller's runtime (its clock, tracer, span and log
+    // annotations) but never a child of the caller (a fiber waits for its
     // children when it exits, so a driver that takes its time to cancel would
-    // hold up the step-down that interrupts the caller). The caller waits on a
-    // Deferred and, on exit, interrupts both in the background. The race is
-    // settled through the Deferred rather than by interrupting the waiter, so
-    // it holds in uninterruptible regions too (the release at step-down).
-    // Whatever the store's effect ends with that is not one of its errors
-    // (a defect, an interruption) becomes a fatal StoreError.
+    // hold up the step-down that interrupts the caller). The attempt starts
+    // at once, on the caller's stack, up to its first asynchronous step. The
+    // caller waits in `Effect.async`, resumed by the attempt's end or by the
+    // timer, whichever comes first; the attempt is then interrupted without
+    // waiting for it. The race is settled by resuming the waiter rather than
+    // by interrupting it, so it holds in uninterruptible regions too (the
+    // release at step-down). Whatever the store's effect ends with that is
+    // not one of its errors (a defect, an interruption) becomes a fatal
+    // StoreError.
     const call = <A, E>(
       operation: Operation,
       effect: Effect.Effect<A, E>,
       fence?: bigint
     ): Effect.Effect<A, E | StoreError> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          const result = yield* Deferred.make<A, E | StoreError>()
-          const attempt = yield* Effect.catchAllCause(effect, (cause) =>
-            Either.match(Cause.failureOrCause(cause), {
-              onLeft: (error): Effect.Effect<never, E | StoreError> => Effect.fail(error),
-              onRight: (other) => Effect.fail(storeBroke(operation, other))
-            })).pipe(Effect.intoDeferred(result), Effect.interruptible, Effect.forkDaemon)
-          const timer = yield* clock.sleep(config.operationTimeout).pipe(
-            Effect.zipRight(Deferred.fail(
-              result,
-              new StoreError({
-                operation,
-                retryable: true,
-                reason: `no answer within ${formatDuration(config.operationTimeout)}`,
-                cause: undefined
-              })
-            )),
-            Effect.interruptible,
-            Effect.forkDaemon
+      Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+        Effect.async<A, E | StoreError>((resume) => {
+          // Interrupts the attempt unless it has ended: the store's answer settled the call.
+          const settle = (outcome: Exit.Exit<A, E | StoreError>, ended: boolean) => {
+            if (inFlight.settled) return
+            inFlight.settled = true
+            if (!ended) attempt.unsafeInterruptAsFork(FiberId.none)
+            resume(outcome)
+          }
+          const inFlight: InFlight = {
+            deadline: clock.unsafeCurrentTimeNanos() + timeout,
+            settled: false,
+            // The error is built only for a call that times out: an Error captures a stack.
+            expire: () => {
+              if (inFlight.settled) return
+              settle(
+                Exit.fail(
+                  new StoreError({
+                    operation,
+                    retryable: true,
+                    reason: `no answer within ${formatDuration(config.operationTimeout)}`,
+                    cause: undefined
+                  })
+                ),
+                false
+              )
+            }
+          }
+          waiting.unsafeOffer(inFlight)
+          // Interruptible even when the caller is not (the release at step-down).
+          const attempt = Runtime.runFork(runtime)(Effect.interruptible(effect))
+          attempt.addObserver((exit) =>
+            settle(
+              Exit.isSuccess(exit) ? exit : Either.match(Cause.failureOrCause(exit.cause), {
+                onLeft: (error) => Exit.fail(error),
+                onRight: (other) => Exit.fail(storeBroke(operation, other))
+              }),
+              true
+            )
           )
-          return yield* restore(Deferred.await(result)).pipe(
-            Effect.ensuring(Effect.zipRight(Fiber.interruptFork(attempt), Fiber.interruptFork(timer))),
-            Effect.tapBoth({
-              onSuccess: () => answered(operation),
-              // "No record" is an answer too; the other errors are the caller's to report.
-              onFailure: (error) => Predicate.isTagged(error, "NoLease") ? answered(operation) : Effect.void
-            })
-          )
+          return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
         })
-      ).pipe(instrumentation.span(operation, fence))
+      ).pipe(
+        Effect.tapBoth({
+          onSuccess: () => answered(operation),
+          // "No record" is an answer too; the other errors are the caller's to report.
+          onFailure: (error) => Predicate.isTagged(error, "NoLease") ? answered(operation) : Effect.void
+        }),
+        instrumentation.span(operation, fence)
+      )
 
     // Completed by the first answer of the store: failed with a fatal error
     // under failFast, succeeded otherwise.
@@ -273,26 +369,27 @@ export const make = (
         fatalUnlogged = 0
       })
 
+    // Runs after every answer, so it changes the state only when an error clears.
     const answered = (operation: Operation) =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         // Only a success of the operation that failed clears its error; a
         // lost or expired lease is cleared by a lease this participant holds.
-        yield* SubscriptionRef.update(state, (s) => {
-          const clears = Option.exists(s.lastError, (error) =>
-            error._tag === "StoreError"
-              ? error.operation === operation
-              : operation === "renew" || operation === "acquire")
-          return clears ? { ...s, lastError: Option.none() } : s
-        })
-        yield* Deferred.succeed(ready, undefined)
-        if (!fatal.delete(operation) || fatal.size > 0) return
-        yield* instrumentation.storeFatal(false)
-        yield* Effect.logError(`store calls succeed again (${operation}): no longer failing fatally`)
+        const clears = Option.exists(state.lastError, (error) =>
+          error._tag === "StoreError"
+            ? error.operation === operation
+            : operation === "renew" || operation === "acquire")
+        if (clears) commit({ ...state, lastError: Option.none() })
+        Deferred.unsafeDone(ready, Exit.void)
+        if (!fatal.delete(operation) || fatal.size > 0) return Effect.void
+        return Effect.zipRight(
+          instrumentation.storeFatal(false),
+          Effect.logError(`store calls succeed again (${operation}): no longer failing fatally`)
+        )
       })
 
     const failed = (error: LastError) =>
       Effect.gen(function*() {
-        yield* SubscriptionRef.update(state, (s) => ({ ...s, lastError: Option.some(error) }))
+        yield* update((s) => ({ ...s, lastError: Option.some(error) }))
         if (error._tag === "LeaseExpiredLocally") return yield* Effect.logWarning(error.message)
         // Any answer of the store, an error included, makes the elector ready.
         if (config.failFast && Store.isFatal(error)) yield* Deferred.fail(ready, error)
@@ -303,17 +400,20 @@ export const make = (
         yield* fatalFailed(error)
       })
 
-    const observe = (lease: Lease.Lease | undefined) =>
+    // Records what a store call saw, in one change of the state: with the
+    // term's new deadline when it is a renewal's answer.
+    const observe = (lease: Lease.Lease | undefined, deadline?: bigint) =>
       Effect.gen(function*() {
-        const wall = yield* clock.currentTimeMillis
         const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
           ? Option.none()
           : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
-        const before = yield* SubscriptionRef.modify(state, (s) => [s.leader, {
-          ...s,
+        const before = state.leader
+        commit({
+          ...state,
+          term: deadline === undefined ? state.term : Option.map(state.term, (t) => ({ ...t, deadline })),
           leader: seen,
-          observedAt: Option.some(wall)
-        }])
+          observedAt: Option.some(clock.unsafeCurrentTimeMillis())
+        })
         if (Option.isNone(seen)) return
         const { fence, holder } = seen.value
         if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return
@@ -322,7 +422,20 @@ export const make = (
         if (onNewLeader !== undefined) yield* advise("onNewLeader", () => onNewLeader(holder, fence))
       })
 
-    const pause = Effect.flatMap(Random.next, (u) => clock.sleep(jittered(config.retryPeriod, u)))
+    // Waits a jittered retryPeriod, then polls; but after a reply (received
+    // at `replyAt`) showing someone else's valid lease, claims at the instant
+    // it can first be claimed if that comes first: a crashed leader's lease
+    // is taken over one round trip after it expires, not at the next poll.
+    // The database decides who wins a claim; this only picks when to ask.
+    const pause = (seen?: { readonly lease: Lease.Lease; readonly replyAt: bigint }): Effect.Effect<Step> =>
+      Effect.gen(function*() {
+        const poll = jittered(config.retryPeriod, yield* Random.next)
+        const next = seen === undefined || Lease.isExpired(seen.lease)
+          ? { claim: false, wait: poll }
+          : nextStep(poll, Lease.ttl(seen.lease), Duration.nanos((yield* nowNanos) - seen.replyAt))
+        yield* clock.sleep(next.wait)
+        return next.claim ? "claim" : "poll"
+      })
 
     const releaseLease = (fence: bigint) =>
       call("release", store.release(name, identity, fence), fence).pipe(
@@ -361,12 +474,12 @@ export const make = (
           identity,
           fence,
           scope,
-          isLeader: Effect.map(current, Option.exists((term) => term.fence === fence)),
+          isLeader: Effect.sync(() => leading()?.fence === fence),
           fork: (effect) => fork("work", effect)
         }
         const term: Term = { fence, deadline, leadership, scope, work, stop }
         ledUnder = fence
-        yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.some(term) }))
+        yield* update((s) => ({ ...s, term: Option.some(term) }))
         yield* instrumentation.termStarted
         yield* Effect.logInfo(`started leading under fence ${fence}`)
         const onStartedLeading = input.onStartedLeading
@@ -382,15 +495,31 @@ export const make = (
     // Loops are plain `while` loops in one generator: a generator that
     // re-enters itself (`return yield* self()`) keeps one frame per
     // iteration alive, for as long as the term lasts.
-    const watchdog = (stop: Deferred.Deferred<StepDown>, wake: Queue.Dequeue<void>): Effect.Effect<void> =>
-      Effect.gen(function*() {
+    // It waits on `wake`, which each renewal signals, and which an alarm
+    // fiber signals at the deadline. A renewal that moves the deadline later
+    // leaves the alarm be: it goes off at the earlier instant, and the next
+    // is set for the deadline then in force. Only an earlier deadline, or an
+    // alarm gone off, sets a new one: not a fiber per renewal.
+    const watchdog = (stop: Deferred.Deferred<StepDown>, wake: Queue.Queue<void>): Effect.Effect<void> => {
+      let alarm: Fiber.RuntimeFiber<boolean> | undefined
+      let alarmAt = 0n
+      return Effect.gen(function*() {
+        const runtime = yield* Effect.runtime<never>()
         while (true) {
-          const term = Option.getOrUndefined((yield* SubscriptionRef.get(state)).term)
+          const term = Option.getOrUndefined(state.term)
           const now = yield* nowNanos
           if (term === undefined || now >= term.deadline) return yield* Deferred.succeed(stop, "expired")
-          yield* Effect.raceFirst(clock.sleep(Duration.nanos(term.deadline - now)), Queue.take(wake))
+          if (alarm === undefined || alarm.unsafePoll() !== null || term.deadline < alarmAt) {
+            alarm?.unsafeInterruptAsFork(FiberId.none)
+            alarmAt = term.deadline
+            alarm = Runtime.runFork(runtime)(
+              Effect.zipRight(clock.sleep(Duration.nanos(term.deadline - now)), Queue.offer(wake, undefined))
+            )
+          }
+          yield* Queue.take(wake)
         }
-      })
+      }).pipe(Effect.ensuring(Effect.sync(() => alarm?.unsafeInterruptAsFork(FiberId.none))))
+    }
 
     const renewals = (
       fence: bigint,
@@ -415,10 +544,9 @@ export const make = (
           }
           yield* instrumentation.renewed(Duration.nanos((yield* nowNanos) - sentAt))
           const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
-          yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.map(s.term, (t) => ({ ...t, deadline })) }))
+          yield* observe(result.right, deadline)
           yield* Queue.offer(wake, undefined)
-          yield* observe(result.right)
-          nextAt = sentAt + Duration.unsafeToNanos(config.renewInterval)
+          nextAt = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, false))
         }
       })
 
@@ -426,7 +554,7 @@ export const make = (
       Effect.gen(function*() {
         const reason = Exit.getOrElse(exit, () => "shutdown" as const)
         // Not leader from here on, before anything else happens.
-        yield* SubscriptionRef.update(state, (s) => ({ ...s, term: Option.none() }))
+        yield* update((s) => ({ ...s, term: Option.none() }))
         yield* instrumentation.termEnded(reason)
         if (reason === "expired") yield* failed(new LeaseExpiredLocally({ name, fence: term.fence }))
         yield* Effect.logInfo(`stopped leading under fence ${term.fence} (${reason})`)
@@ -447,9 +575,8 @@ export const make = (
             const wake = yield* Queue.sliding<void>(1)
             // Children of this fiber rather than daemons, so TestClock sees them.
             const guard = yield* Effect.fork(watchdog(stop, wake))
-            const renewer = yield* Effect.fork(
-              renewals(fence, sentAt + Duration.unsafeToNanos(config.renewInterval), stop, wake)
-            )
+            const first = renewalDelay(config.renewInterval, yield* Random.next, true)
+            const renewer = yield* Effect.fork(renewals(fence, sentAt + Duration.unsafeToNanos(first), stop, wake))
             return yield* Deferred.await(stop).pipe(
               Effect.ensuring(Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard)))
             )
@@ -457,37 +584,40 @@ export const make = (
         endTerm
       )
 
-    const claim = Effect.gen(function*() {
+    const claim: Effect.Effect<Step> = Effect.gen(function*() {
       const sentAt = yield* nowNanos
       const result = yield* Effect.either(call("acquire", store.acquire(name, identity, leaseDuration, payload)))
+      const replyAt = yield* nowNanos
       if (Either.isLeft(result)) {
         yield* failed(result.left)
-        return yield* pause
+        return yield* pause()
       }
       const lease = result.right
       yield* observe(lease)
-      if (!Lease.isHeldBy(lease, identity)) return yield* pause
+      if (!Lease.isHeldBy(lease, identity)) return yield* pause({ lease, replyAt })
       // A fence a term of ours already used: the database clock stepped back
       // and revived a lease this participant had given up, or let expire.
       // Leading under it again would let the old term's late writes pass for
       // the new term's, so give it up: the next claim takes a fresh fence.
       if (lease.fence <= ledUnder) {
         yield* releaseLease(lease.fence)
-        return yield* pause
+        return yield* pause()
       }
       const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
       // Won, but with too little time left to prove it: the next poll gives it up.
-      if (deadline <= (yield* nowNanos)) return yield* pause
+      if (deadline <= (yield* nowNanos)) return yield* pause()
       const reason = yield* lead(lease.fence, sentAt, deadline)
       // The term's work failed: let a healthy participant take over.
       if (reason === "failed") yield* clock.sleep(config.workFailureBackoff)
+      return "poll"
     })
 
-    const poll = Effect.gen(function*() {
+    const poll: Effect.Effect<Step> = Effect.gen(function*() {
       const seen = yield* Effect.either(call("inspect", store.inspect(name)))
+      const replyAt = yield* nowNanos
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
         yield* failed(seen.left)
-        return yield* pause
+        return yield* pause()
       }
       const lease = Either.getOrUndefined(seen)
       yield* observe(lease)
@@ -495,11 +625,16 @@ export const make = (
         // A valid lease of ours that no term of ours is using: an earlier term
         // that stepped down locally, or an acquire whose reply was lost. Give
         // it up, so that the next term is told apart by a fresh fence.
-        if (!(yield* releaseLease(lease.fence))) return yield* pause
+        if (!(yield* releaseLease(lease.fence))) return yield* pause()
       } else if (lease !== undefined && !Lease.isExpired(lease)) {
-        return yield* pause
+        return yield* pause({ lease, replyAt })
       }
-      yield* claim
+      return yield* claim
+    })
+
+    const follow: Effect.Effect<never> = Effect.gen(function*() {
+      let step = "poll" as Step
+      while (true) step = yield* (step === "claim" ? claim : poll)
     })
 
     // The fiber running `run`, so that closing the elector's scope stops it.
@@ -509,7 +644,7 @@ export const make = (
     const run: Effect.Effect<never, AlreadyRunning> = Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
       if (runner !== undefined) return new AlreadyRunning({ name, identity })
       runner = fiber
-      return Effect.forever(poll).pipe(
+      return follow.pipe(
         // Nothing the store or user code does ends the loop; should anything
         // else, say so loudly rather than linger as a silent non-participant.
         // (Interrupting `run` from outside skips this: that is how it stops.)
@@ -525,7 +660,7 @@ export const make = (
     })
 
     // changes starts with the current state, so a term in progress is returned at once.
-    const leadership = state.changes.pipe(
+    const leadership = states.pipe(
       Stream.filterMap((s) => Option.map(s.term, (term) => term.leadership)),
       Stream.runHead,
       Effect.flatten,
@@ -534,10 +669,12 @@ export const make = (
 
     return {
       config,
-      isLeader: Effect.map(current, Option.isSome),
-      fence: Effect.map(current, Option.map((term) => term.fence)),
-      status: Effect.flatMap(SubscriptionRef.get(state), snapshot),
-      changes: Stream.mapEffect(state.changes, snapshot),
+      isLeader: Effect.sync(() => leading() !== undefined),
+      fence: Effect.sync(() => Option.fromNullable(leading()?.fence)),
+      unsafeIsLeader: () => leading() !== undefined,
+      unsafeFence: () => leading()?.fence,
+      status: Effect.sync(() => snapshot(state)),
+      changes: Stream.map(states, snapshot),
       run,
       ready: Deferred.await(ready),
       leadership

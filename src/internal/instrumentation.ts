@@ -2,6 +2,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
+import type * as Tracer from "effect/Tracer"
 import * as Metrics from "../Metrics.js"
 import type { Operation, StoreError } from "../Store.js"
 
@@ -22,6 +23,11 @@ export interface Instrumentation {
   /** Runs a store call in a span named for its operation. */
   readonly span: (operation: Operation, fence: bigint | undefined) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
+
+// Effect's own tracer, which a fiber has unless the application installs
+// another: nothing reads its spans, so a store call skips making one.
+let nativeTracer: Tracer.Tracer | undefined
+const isNative = (tracer: Tracer.Tracer) => tracer === (nativeTracer ??= Effect.runSync(Effect.tracer))
 
 /** @internal */
 export const make = (election: string, identity: string): Effect.Effect<Instrumentation, never, Scope.Scope> => {
@@ -52,9 +58,13 @@ export const make = (election: string, identity: string): Effect.Effect<Instrume
       Metric.increment(Metric.tagged(Metric.tagged(tag(Metrics.callbackFailures), "callback", callback), "outcome", outcome)),
     callbackDropped: Metric.increment(tag(Metrics.callbacksDropped)),
     storeFatal: (failing) => Metric.set(storeFatal, failing ? 1 : 0),
-    span: (operation, fence) =>
-      Effect.withSpan(`leaderelection.${operation}`, {
-        attributes: fence === undefined ? { election, identity } : { election, identity, fence: fence.toString() }
-      })
+    span: (operation, fence) => (call) =>
+      Effect.tracerWith((tracer) =>
+        isNative(tracer) ? call : Effect.withSpan(call, `leaderelection.${operation}`, {
+          attributes: fence === undefined ? { election, identity } : { election, identity, fence: fence.toString() },
+          // The stack would be the elector's, the same for every call.
+          captureStackTrace: false
+        })
+      )
   })
 }

@@ -45,3 +45,67 @@ export const localDeadline = (
 ): bigint =>
   sentAt + Duration.unsafeToNanos(Duration.min(Lease.ttl(lease), requested)) -
   Duration.unsafeToNanos(safetyMargin)
+
+/**
+ * How long after sending a renewal a leader sends the next one, in whole
+ * milliseconds. Never later than `interval`, which the timing invariant counts
+ * on, but drawn earlier so that leaders elected together do not renew
+ * together forever: for `u` in [0, 1), the first renewal of a term falls in
+ * (interval/2, interval] (the terms start spread over half a cycle), every
+ * later one in (interval * 9/10, interval] (they go on drifting apart, for at
+ * most a twentieth more renewals on average). At least a millisecond.
+ *
+ * @internal
+ */
+export const renewalDelay = (interval: Duration.Duration, u: number, first: boolean): Duration.Duration =>
+  Duration.millis(Math.max(1, Math.floor(Duration.toMillis(interval) * (1 - (first ? 0.5 : 0.1) * u))))
+
+/**
+ * How much faster than the database's a follower's clock may run with its
+ * claims still landing at or after the expiry: one part in a thousand, twice
+ * the most NTP ever slews a clock (500 ppm). A claim that lands early anyway
+ * (a faster clock) is refused by the database, whose reply carries the lease's
+ * new remaining time to wait on: it costs a round trip, never safety.
+ *
+ * @internal
+ */
+export const claimRateTolerance = 1 / 1000
+
+/**
+ * Leases carry their instants in whole milliseconds: a remaining time may be
+ * short by up to one.
+ *
+ * @internal
+ */
+export const claimSlack = Duration.millis(1)
+
+/**
+ * How long after a reply that showed a lease valid for `ttl` more (both ends
+ * from one database statement) a follower waits before claiming it, in whole
+ * milliseconds. The database read its clock somewhere between send and
+ * reply, so counted from the reply the lease has expired by `ttl` plus the
+ * rounding of its timestamps; stretched by the clock-rate tolerance, that
+ * wait on the follower's clock does not end before the expiry.
+ *
+ * @internal
+ */
+export const untilClaimable = (ttl: Duration.Duration): Duration.Duration =>
+  Duration.millis(Math.ceil((Duration.toMillis(ttl) + Duration.toMillis(claimSlack)) * (1 + claimRateTolerance)))
+
+/**
+ * A follower's next step after seeing someone else's valid lease: a claim at
+ * the instant the lease can first be claimed (see {@link untilClaimable},
+ * counted from the reply, `elapsed` ago, and rounded up to a whole
+ * millisecond) when that comes no later than the next poll, `poll` from now;
+ * the poll otherwise, which a release is noticed by.
+ *
+ * @internal
+ */
+export const nextStep = (
+  poll: Duration.Duration,
+  ttl: Duration.Duration,
+  elapsed: Duration.Duration
+): { readonly claim: boolean; readonly wait: Duration.Duration } => {
+  const claim = Duration.millis(Math.max(0, Math.ceil(Duration.toMillis(untilClaimable(ttl)) - Duration.toMillis(elapsed))))
+  return Duration.lessThanOrEqualTo(claim, poll) ? { claim: true, wait: claim } : { claim: false, wait: poll }
+}

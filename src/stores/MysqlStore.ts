@@ -4,7 +4,8 @@
  * One row per election in an InnoDB table. Each operation is one statement
  * (`release`, `inspect`, `ensureSchema`) or one short transaction on one
  * connection (`acquire`, `renew`: the write, then the row read back under
- * the write's lock, then `COMMIT`); no `SET`, user variable, temporary table,
+ * the write's lock, then `COMMIT`), sent as one request, so one round trip
+ * per operation, on the store's own pools; no `SET`, user variable, temporary table,
  * lock function or prepared statement outlives a call, so the store works
  * behind a multiplexing proxy.
  *
@@ -58,7 +59,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
@@ -66,7 +66,7 @@ import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
 import { InvalidConfig } from "../ElectorError.js"
 import * as limits from "../internal/limits.js"
-import { LeaseLost, NoLease, Store, type StoreError, type StoreShape } from "../Store.js"
+import { LeaseLost, NoLease, type Operation, Store, type StoreError, type StoreShape } from "../Store.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import * as classifier from "./mysql/classify.js"
 import * as Driver from "./mysql/driver.js"
@@ -99,6 +99,13 @@ export {
    */
   OperationTimeout
 } from "./internal/sqlStore.js"
+export {
+  /**
+   * @since 0.2.0
+   * @category errors
+   */
+  Saturated
+} from "./internal/gate.js"
 
 /**
  * The options every constructor takes.
@@ -300,32 +307,28 @@ const affectedRows = (result: unknown): number =>
 
 /** The store's operations on `pool`, for the already quoted `table`. */
 const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
-  // One short transaction on one connection; `Pool.use` destroys the
-  // connection, and with it the open transaction, if anything fails.
-  const transaction = <A>(
-    operation: "acquire" | "renew",
-    body: (query: Pool.Query) => Effect.Effect<A, StoreError>
-  ) =>
-    pool.use(operation, (query) =>
-      Effect.gen(function*() {
-        yield* query("START TRANSACTION", [])
-        const result = yield* body(query)
-        yield* query("COMMIT", [])
-        return result
-      }))
-  // Read back under the lock the write took in the same transaction, so
-  // the row is there; the store never deletes one.
-  const readBack = (query: Pool.Query, sql: string, values: ReadonlyArray<unknown>, name: string) =>
-    Effect.map(query(sql, values), (result) => Sql.toLease(name, rows(result)[0]!))
+  // One statement, one request.
+  const one = (operation: Operation, sql: string, values: ReadonlyArray<unknown>) =>
+    Effect.map(pool.run(operation, [{ sql, values }]), (results) => results[0])
+  // One short transaction on one connection, as one request where the pool
+  // allows it: the write, then the row read back under the write's lock (it
+  // is there: the store never deletes one), then COMMIT. `Pool.run` destroys
+  // the connection, and with it the open transaction, if anything fails.
+  const transaction = (operation: "acquire" | "renew", write: Pool.Statement, readBack: Pool.Statement) =>
+    Effect.map(
+      pool.run(operation, [{ sql: "START TRANSACTION", values: [] }, write, readBack, { sql: "COMMIT", values: [] }]),
+      (results) => ({ written: results[1], row: rows(results[2])[0] })
+    )
   const bytes = (payload: Uint8Array | null) => payload === null ? null : Buffer.from(payload)
 
   return limits.enforce<MysqlStore>({
     table,
-    ensureSchema: pool.use("ensureSchema", (query) => query(Sql.createTable(table), [])).pipe(Effect.asVoid),
+    ensureSchema: Effect.asVoid(one("ensureSchema", Sql.createTable(table), [])),
     acquire: (name, identity, ttl, payload) =>
-      transaction("acquire", (query) =>
-        Effect.zipRight(
-          query(Sql.upsert(table), [
+      Effect.map(
+        transaction("acquire", {
+          sql: Sql.upsert(table),
+          values: [
             name,
             identity,
             micros(ttl),
@@ -336,37 +339,34 @@ const storeOn = (pool: Pool.Pool, table: string): MysqlStore => {
             identity,
             identity,
             micros(ttl)
-          ]),
-          readBack(query, Sql.selectAfterUpsert(table), [identity, name], name)
-        )),
-    renew: (name, identity, fence, ttl, payload) =>
-      transaction("renew", (query) =>
-        Effect.flatMap(
-          query(Sql.renew(table), [bytes(payload), micros(ttl), name, identity, fence.toString()]),
-          (result) =>
-            affectedRows(result) === 0
-              ? Effect.as(query("ROLLBACK", []), Option.none())
-              : Effect.map(readBack(query, Sql.selectAfterRenew(table), [name], name), Option.some)
-        )).pipe(
-          Effect.flatMap(Option.match({
-            onNone: () => Effect.fail(new LeaseLost({ name, identity, fence })),
-            onSome: Effect.succeed
-          }))
-        ),
-    release: (name, identity, fence) =>
-      pool.use("release", (query) => query(Sql.release(table), [name, identity, fence.toString()])).pipe(
-        Effect.asVoid
+          ]
+        }, { sql: Sql.selectAfterUpsert(table), values: [identity, name] }),
+        ({ row }) => Sql.toLease(name, row!)
       ),
+    renew: (name, identity, fence, ttl, payload) =>
+      // The read-back of a renewal that matched nothing reads someone else's
+      // row, or none: it is not decoded. Committing a write that changed
+      // nothing is harmless.
+      transaction(
+        "renew",
+        { sql: Sql.renew(table), values: [bytes(payload), micros(ttl), name, identity, fence.toString()] },
+        { sql: Sql.selectAfterRenew(table), values: [name] }
+      ).pipe(
+        Effect.flatMap(({ row, written }) =>
+          affectedRows(written) === 0
+            ? Effect.fail(new LeaseLost({ name, identity, fence }))
+            : Effect.succeed(Sql.toLease(name, row!))
+        )
+      ),
+    release: (name, identity, fence) => Effect.asVoid(one("release", Sql.release(table), [name, identity, fence.toString()])),
     inspect: (name) =>
-      pool.use("inspect", (query) => query(Sql.inspect(table), [name])).pipe(
+      one("inspect", Sql.inspect(table), [name]).pipe(
         Effect.flatMap((result) => {
           const row = rows(result)[0]
           return row === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(Sql.toLease(name, row))
         })
       ),
-    list: pool.use("inspect", (query) => query(Sql.list(table), [])).pipe(
-      Effect.map((result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
-    )
+    list: Effect.map(one("inspect", Sql.list(table), []), (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row)))
   })
 }
 
@@ -460,7 +460,8 @@ const makeOwningPool = (
         // The statements rely on these; a caller's poolConfig must not undo them.
         charset: "UTF8MB4_GENERAL_CI",
         flags: ["FOUND_ROWS"],
-        multipleStatements: false,
+        // One request per transaction: one round trip per operation.
+        multipleStatements: true,
         typeCast: true
       }, timeout)))
 

@@ -9,9 +9,10 @@
  * store works unchanged behind PgBouncer in transaction pooling mode.
  *
  * Statements run on connections checked out of a `pg.Pool`. An interrupted or
- * timed-out call gives control back at once and destroys its connection
- * instead of returning it to the pool: a connection whose server stopped
- * answering is never handed out again. (`@effect/sql-pg`'s `PgClient` would
+ * timed-out call gives control back at once; its connection goes back to the
+ * pool only once its statement answered, and is destroyed if it does not
+ * answer within twice `operationTimeout` more: a connection whose server stopped
+ * answering is never handed out again, and a late answer costs no reconnect. (`@effect/sql-pg`'s `PgClient` would
  * wait up to 5 s on `pg_cancel_backend` and then reuse the wedged
  * connection.)
  *
@@ -42,7 +43,7 @@ import * as SqlStore from "./internal/sqlStore.js"
 import { toStoreError } from "./pg/classify.js"
 import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
 import { Pg } from "./pg/driver.js"
-import { type Param, query, type Row } from "./pg/query.js"
+import { connections, type Param, query, type Row } from "./pg/query.js"
 import { ddl, statements } from "./pg/sql.js"
 
 export {
@@ -69,6 +70,13 @@ export {
    */
   OperationTimeout
 } from "./internal/sqlStore.js"
+export {
+  /**
+   * @since 0.2.0
+   * @category errors
+   */
+  Saturated
+} from "./internal/gate.js"
 export {
   /**
    * @since 0.1.0
@@ -222,10 +230,16 @@ const lostCreateRace = (error: StoreError): boolean =>
  * stays the caller's: the store never ends it, and the caller ends it after
  * the store is done.
  *
- * Every call still returns at `operationTimeout`, and a connection whose call
- * timed out, was interrupted or failed at the transport level is destroyed
- * (removed from the pool) rather than released, so a wedged connection is
- * never handed to the next caller, the app's own queries included. Statements
+ * Every call still returns at `operationTimeout`. A connection whose call
+ * timed out or was interrupted stays out of the pool until its statement
+ * answers, then goes back; one that does not answer within twice
+ * `operationTimeout` more, or whose socket failed, is destroyed (removed from the
+ * pool). So a wedged connection is never handed to the next caller, the app's
+ * own queries included, and an overloaded process does not reconnect for
+ * every call that overran. The store uses at most the pool's `max`
+ * connections at once; when all are busy, renewals and releases go first and
+ * polls beyond `max` waiting ones are refused with a retryable
+ * {@link Saturated} error instead of queued. Statements
  * are unnamed and every column comes back as text, so the pool's type
  * parsers do not matter.
  *
@@ -256,8 +270,11 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
     const table = yield* qualifiedName(options.schema ?? "", options.table ?? defaultTable)
     const timeout = yield* SqlStore.operationTimeout(options)
     const sql = statements(table)
+    // A call let in just before its deadline is abandoned at once: its late
+    // answer needs about a round trip, hence twice the timeout of grace.
+    const slots = connections(pool, Duration.times(timeout, 2))
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
-      query(pool, statement, values).pipe(
+      query(slots, operation, statement, values).pipe(
         Effect.mapError((error) => toStoreError(operation, error)),
         SqlStore.withDeadline(timeout, operation, toStoreError)
       )

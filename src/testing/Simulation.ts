@@ -174,7 +174,7 @@ export const describe: (schedule: Schedule) => string = describeSchedule
  * @category models
  */
 export interface RunOptions {
-  /** Seeds the electors' poll jitter. */
+  /** Seeds the electors' poll and renewal jitter. */
   readonly seed: number
   /** Sampling step of the oracle and your invariant, in ms (default 50). */
   readonly step?: number | undefined

@@ -5,6 +5,7 @@
  */
 import { Clock, Duration, Effect, Exit, Fiber, Layer, Logger, Scope } from "effect"
 import * as Elector from "../../src/Elector.js"
+import type * as Store from "../../src/Store.js"
 import * as PgStore from "../../src/stores/PgStore.js"
 import { type Interval, IntervalOracle } from "./harness/IntervalOracle.js"
 import { sleep } from "./harness/process.js"
@@ -28,6 +29,10 @@ export const ensureSchema = (url: string): Promise<void> =>
     Effect.asVoid
   ))
 
+/** The store a chaos participant uses unless told otherwise. */
+export const pgStore = (url: string): Layer.Layer<Store.Store, unknown> =>
+  PgStore.layerFromUrl(url, { table, operationTimeout: timing.operationTimeout, maxConnections: 2 })
+
 /** A clock `offset` away from the live one, in wall time and in monotonic time. */
 export const offsetClock = (offset: Duration.Duration): Clock.Clock => {
   const live = Clock.make()
@@ -49,6 +54,8 @@ export interface FleetOptions {
   readonly disableRelease?: boolean
   /** Runs a participant's elector under a clock this far off. */
   readonly clockOffsets?: Readonly<Record<string, Duration.Duration>>
+  /** The store each participant reaches its URL with (default: a PgStore with two connections). */
+  readonly store?: ((url: string) => Layer.Layer<Store.Store, unknown>) | undefined
 }
 
 interface Member {
@@ -94,7 +101,10 @@ const poll = async <A>(what: string, timeoutMs: number, check: () => A | undefin
   }
 }
 
-export const startFleet = async (topology: Topology, options: FleetOptions = {}): Promise<Fleet> => {
+export const startFleet = async (
+  topology: Pick<Topology, "participants" | "url">,
+  options: FleetOptions = {}
+): Promise<Fleet> => {
   const ids = options.participants ?? topology.participants
   const name = `chaos-${process.pid}-${++elections}`
   const oracle = new IntervalOracle({ strictFences: true })
@@ -131,14 +141,7 @@ export const startFleet = async (topology: Topology, options: FleetOptions = {})
       onStartedLeading: onStartedLeading(id)
     })
     const program = Effect.gen(function*() {
-      const context = yield* Layer.buildWithScope(
-        PgStore.layerFromUrl(topology.url(id), {
-          table,
-          operationTimeout: timing.operationTimeout,
-          maxConnections: 2
-        }),
-        scope
-      )
+      const context = yield* Layer.buildWithScope((options.store ?? pgStore)(topology.url(id)), scope)
       const elector = yield* (offset === undefined ? make : Effect.withClock(make, offsetClock(offset))).pipe(
         Scope.extend(scope),
         Effect.provide(context)

@@ -1,7 +1,7 @@
 import { Duration } from "effect"
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { jittered, retryDelay } from "../../src/internal/timing.js"
+import { jittered, renewalDelay, retryDelay } from "../../src/internal/timing.js"
 
 // u as Random.next yields it, k / 2^53 for k < 2^53, but for its very last
 // value: at u = 1 - 2^-53, 0.5 + u / 2 rounds to 1 and the delay is the whole
@@ -22,6 +22,23 @@ describe("backoff and jitter", () => {
   it("spreads over the whole interval", () => {
     expect(Duration.toMillis(jittered(Duration.seconds(3), 0))).toBe(1500)
     expect(Duration.toMillis(jittered(Duration.seconds(3), 0.999_999))).toBe(2999)
+  })
+
+  it("a renewal delay is a whole number of milliseconds, never later than renewInterval nor sooner than half of it (the first) or 9/10 (the others)", () =>
+    fc.assert(fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), unit, fc.boolean(), (interval, u, first) => {
+      const d = Duration.toMillis(renewalDelay(Duration.millis(interval), u, first))
+      expect(Number.isInteger(d)).toBe(true)
+      expect(d).toBeLessThanOrEqual(interval)
+      expect(d).toBeGreaterThanOrEqual(Math.max(1, Math.floor(interval * (first ? 0.5 : 0.9))))
+    }), { numRuns: 5000 }))
+
+  it("renewal jitter spreads over its whole range, and draws of 0 renew at exactly renewInterval", () => {
+    expect(Duration.toMillis(renewalDelay(Duration.seconds(5), 0, true))).toBe(5000)
+    expect(Duration.toMillis(renewalDelay(Duration.seconds(5), 0, false))).toBe(5000)
+    expect(Duration.toMillis(renewalDelay(Duration.seconds(5), 0.999_999, true))).toBe(2500)
+    expect(Duration.toMillis(renewalDelay(Duration.seconds(5), 0.999_999, false))).toBe(4500)
+    // A sub-millisecond interval still waits a millisecond, never zero.
+    expect(Duration.toMillis(renewalDelay(Duration.millis(1), 0.999_999, true))).toBe(1)
   })
 
   it("retryDelay is max(renewInterval / 4, 50ms)", () =>

@@ -122,7 +122,7 @@ export interface Timeline {
 export interface RunOptions {
   /** Sampling step, in milliseconds of the timeline. */
   readonly step: number
-  /** Seeds the electors' Random (their poll jitter). */
+  /** Seeds the electors' Random (their poll and renewal jitter). */
   readonly seed: number
   /** Set up afresh for every run. */
   readonly workload?: ((timeline: Timeline) => Workload) | undefined

@@ -5,6 +5,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import { OperationTimeout } from "../internal/sqlStore.js"
+import { Saturated } from "../internal/gate.js"
 
 /** What the store learns from a driver error. */
 export interface Classification {
@@ -66,10 +67,10 @@ const field = (error: unknown, key: string): unknown =>
  * driver's or the OS's code; an error mysql2 marks `fatal` (it broke the
  * connection) without a known errno is a connection failure, so retryable.
  * Anything else, syntax errors included, is fatal: it will not fix itself.
- * The store's own {@link OperationTimeout} is retryable.
+ * The store's own {@link OperationTimeout} and a shed poll ({@link Saturated}) are retryable.
  */
 export const classify = (error: unknown): Classification => {
-  if (error instanceof OperationTimeout) return { retryable: true, code: undefined, reason: error.message }
+  if (error instanceof OperationTimeout || error instanceof Saturated) return { retryable: true, code: undefined, reason: error.message }
   // Node's system errors carry a negative errno; only the server's are positive.
   const raw = field(error, "errno")
   const errno = typeof raw === "number" && raw > 0 ? raw : undefined

@@ -6,17 +6,22 @@
  * the connection stays busy until the server answers, which a hung server
  * or a blackholed path never does. And the pool behind @effect/sql-mysql2
  * takes such a connection back once the query returns, if it ever returns;
- * meanwhile it counts against the pool's limit. So every operation here
- * borrows one connection for its whole duration and returns it only when the
- * operation succeeded; on failure or interruption the connection is
- * destroyed, which also makes the server roll back whatever transaction it
- * had open. Nothing a failed call did can survive it, and a wedged
- * connection can never be handed to the next caller.
+ * meanwhile it counts against the pool's limit. So every operation here is
+ * one request on one borrowed connection, run through the store's
+ * {@link Gate.Gate}: the caller gets control back at its deadline, and the
+ * connection stays out of the pool until the request answers. It goes back
+ * only if the request succeeded; on an error, or no answer within twice the
+ * operation timeout after the caller gave up, it is destroyed, which also
+ * makes the server roll back whatever transaction it had open. Nothing a
+ * failed call did can survive it, a wedged connection is never handed to the
+ * next caller, and a late answer costs no reconnect.
  *
- * A slot can stay taken after an interruption: a connection still in its
- * handshake cannot be reached through mysql2's pool, so it holds its slot
- * until `connectTimeout` fails it. That bounds how long a healed path waits
- * for a free slot; `connectTimeout` is the knob.
+ * A transaction (`acquire`, `renew`) is sent as ONE request, its statements
+ * separated by `;`, when the pool's connections allow several statements per
+ * request (the store's own pools do): one round trip per operation. On a
+ * caller's pool that does not, the statements go one by one on the same
+ * connection. Either way the request carries no `SET` and no user variable,
+ * and its last statement is the `COMMIT`.
  *
  * Statements go through mysql2's `query` (COM_QUERY, values escaped by the
  * driver), never `execute`: server-side prepared statements live in the
@@ -29,72 +34,91 @@
  * @internal
  */
 import { createRequire } from "node:module"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
 import * as Driver from "./driver.js"
 import type { Operation } from "../../Store.js"
 import { StoreError } from "../../Store.js"
+import * as Gate from "../internal/gate.js"
 import { withDeadline } from "../internal/sqlStore.js"
 import { classify } from "./classify.js"
 
-/** Runs one statement on the borrowed connection. */
-export type Query = (sql: string, values: ReadonlyArray<unknown>) => Effect.Effect<unknown, StoreError>
+/** One statement and its values, escaped by the driver. */
+export interface Statement {
+  readonly sql: string
+  readonly values: ReadonlyArray<unknown>
+}
 
 export interface Pool {
   /**
-   * Runs `f` on one connection. The connection goes back to the pool only if
-   * `f` succeeds; otherwise it is destroyed.
+   * Runs `statements` in order on one connection, as one request when the
+   * connection allows it, and gives each one's result. The connection goes
+   * back to the pool only if all succeeded; otherwise it is destroyed.
    */
-  readonly use: <A, E>(operation: Operation, f: (query: Query) => Effect.Effect<A, E>) => Effect.Effect<A, E | StoreError>
+  readonly run: (operation: Operation, statements: ReadonlyArray<Statement>) => Effect.Effect<ReadonlyArray<unknown>, StoreError>
 }
 
 /** Maps a driver error to the store's error, classified. */
 export const storeError = (operation: Operation, cause: unknown): StoreError =>
   new StoreError({ operation, ...classify(cause), cause })
 
-const acquire = (pool: Mysql.Pool, operation: Operation) =>
-  Effect.async<Mysql.PoolConnection, StoreError>((resume) => {
-    let abandoned = false
-    pool.getConnection((error, connection) => {
-      if (abandoned) {
-        // The caller was interrupted while queued or connecting: the
-        // connection, if one arrived, was never used and is healthy.
-        if (error === null) connection.release()
-      } else {
-        resume(error === null ? Effect.succeed(connection) : Effect.fail(storeError(operation, error)))
-      }
-    })
-    return Effect.sync(() => {
-      abandoned = true
-    })
-  })
+// Per query, so that a caller's pool configured otherwise decodes the
+// store's rows the way the store reads them.
+const decoding = { rowsAsArray: false, nestTables: false } as const
 
-const query = (connection: Mysql.PoolConnection, operation: Operation): Query => (sql, values) =>
-  Effect.async<unknown, StoreError>((resume) => {
-    // Per query, so that a caller's pool configured otherwise decodes the
-    // store's rows the way the store reads them.
-    connection.query({ sql, values: [...values], rowsAsArray: false, nestTables: false }, (error, result) => {
-      resume(error === null ? Effect.succeed(result) : Effect.fail(storeError(operation, error)))
+const send = (
+  connection: Mysql.PoolConnection,
+  statements: ReadonlyArray<Statement>,
+  together: boolean,
+  callback: (error: Error | undefined, results: ReadonlyArray<unknown>) => void
+): void => {
+  if (together) {
+    const sql = statements.map((statement) => statement.sql).join(";\n")
+    const values = statements.flatMap((statement) => statement.values)
+    // Several statements answer with one result each, in order.
+    connection.query({ sql, values, ...decoding }, (error, result) => callback(error ?? undefined, result as ReadonlyArray<unknown>))
+    return
+  }
+  const results: Array<unknown> = []
+  const next = (statement: Statement | undefined): void => {
+    if (statement === undefined) return callback(undefined, results)
+    connection.query({ sql: statement.sql, values: [...statement.values], ...decoding }, (error, result) => {
+      if (error !== null) return callback(error, results)
+      results.push(result)
+      next(statements[results.length])
     })
-  })
+  }
+  next(statements[0])
+}
 
 /**
- * The store's view of a mysql2 pool: every call borrows one connection,
- * returns within `timeout`, and destroys the connection unless it succeeded.
+ * The store's view of a mysql2 pool: every call holds one of the pool's
+ * connections, returns within `timeout`, and destroys the connection unless
+ * its request succeeded.
  */
-export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => ({
-  use: (operation, f) =>
-    Effect.acquireUseRelease(
-      // Waiting for a connection, even mid-handshake with a silent
-      // server, must stay interruptible; `acquire` cleans up after itself.
-      Effect.interruptible(acquire(pool, operation)),
-      (connection) => f(query(connection, operation)),
-      (connection, exit) => Effect.sync(() => Exit.isSuccess(exit) ? connection.release() : connection.destroy())
-    ).pipe(withDeadline(timeout, operation, storeError))
-})
+export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => {
+  // mysql2 fills in its default limit (10) when none was given.
+  const gate = Gate.make(pool.config.connectionLimit ?? 10)
+  const severalPerRequest = settingsOf(pool).multipleStatements === true
+  // A call let in just before its deadline is abandoned at once: its late
+  // answer needs about a round trip, hence twice the timeout of grace.
+  const grace = Duration.times(timeout, 2)
+  return {
+    run: (operation, statements) =>
+      Gate.use<Mysql.PoolConnection, ReadonlyArray<unknown>>(gate, grace, operation, {
+        connect: (callback) =>
+          pool.getConnection((error, connection) => callback(error ?? undefined, error === null ? connection : undefined)),
+        run: (connection, callback) => send(connection, statements, severalPerRequest && statements.length > 1, callback),
+        // Only a request that succeeded is known to have left no transaction open.
+        release: (connection, error) => error === undefined ? connection.release() : connection.destroy()
+      }).pipe(
+        Effect.mapError((cause) => storeError(operation, cause)),
+        withDeadline(timeout, operation, storeError)
+      )
+  }
+}
 
 /**
  * Opens a pool for the scope. mysql2 connects lazily, so an unreachable server
@@ -104,7 +128,15 @@ export const make = (options: Mysql.PoolOptions, timeout: Duration.Duration): Ef
   Effect.map(
     Effect.acquireRelease(
       Effect.sync(() => Driver.Mysql.createPool(options)),
-      (pool) => Effect.async<void>((resume) => pool.end(() => resume(Effect.void)))
+      // mysql2 ends every connection, one still waiting for a late answer
+      // included, and waits for each to say goodbye: a silent one never does.
+      // The store stops waiting at the timeout; that connection is destroyed
+      // when its grace ends.
+      (pool) =>
+        Effect.async<void>((resume) => pool.end(() => resume(Effect.void))).pipe(
+          Effect.interruptible,
+          Effect.timeoutOption(timeout)
+        )
     ),
     (pool) => fromPool(pool, timeout)
   )
@@ -123,7 +155,11 @@ const utf8mb4 = (): ReadonlySet<number> => {
 interface ConnectionSettings {
   readonly charsetNumber?: number
   readonly clientFlags?: number
+  readonly multipleStatements?: boolean
 }
+
+const settingsOf = (pool: Mysql.Pool): ConnectionSettings =>
+  (pool.config as { readonly connectionConfig?: ConnectionSettings }).connectionConfig ?? {}
 
 /**
  * Why the store cannot run on a caller's pool, or `undefined` when it can.
@@ -132,8 +168,7 @@ interface ConnectionSettings {
  * same bytes. And `renew` counts matched rows (FOUND_ROWS), not changed ones.
  */
 export const poolProblem = (pool: Mysql.Pool): string | undefined => {
-  const settings: ConnectionSettings = (pool.config as { readonly connectionConfig?: ConnectionSettings })
-    .connectionConfig ?? {}
+  const settings = settingsOf(pool)
   if (settings.charsetNumber === undefined || !utf8mb4().has(settings.charsetNumber)) {
     return "its connections must use a utf8mb4 charset (mysql2's default)"
   }

@@ -6,6 +6,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import { type Operation, StoreError } from "../../Store.js"
+import { Saturated } from "../internal/gate.js"
 import { OperationTimeout } from "../internal/sqlStore.js"
 import { InvalidConfig } from "../../ElectorError.js"
 
@@ -79,8 +80,9 @@ const reasonOf = (error: object, code: string | undefined): string =>
  *   55P03, 55006 are retryable; every other SQLSTATE (42P01 undefined table,
  *   42501 insufficient privilege, 28P01/28000 authentication, 3D000 no such
  *   database, ...) is fatal.
- * - Socket errors (ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ...) and the
- *   store's own {@link OperationTimeout} are retryable.
+ * - Socket errors (ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ...), the
+ *   store's own {@link OperationTimeout} and a poll shed by a saturated
+ *   store are retryable.
  * - A bad option or connection URL ({@link InvalidConfig}) is fatal.
  * - Any other error without a code comes from the transport ("Connection
  *   terminated unexpectedly", "timeout exceeded when trying to connect"):
@@ -102,7 +104,7 @@ export const classify = (error: unknown): Classification => {
   if (Predicate.isTagged(error, "SqlError") && Predicate.hasProperty(error, "cause")) {
     return classify(error.cause)
   }
-  if (error instanceof OperationTimeout) {
+  if (error instanceof OperationTimeout || error instanceof Saturated) {
     return { retryable: true, reason: error.message }
   }
   if (error instanceof InvalidConfig) {

@@ -1,0 +1,549 @@
+/**
+ * Scale benchmark: N elections x 3 participants in this one process, over one
+ * pool, side by side with a "raw driver" baseline in the same invocation.
+ *
+ * - raw: a plain `pg` / `mysql2` loop per participant running the store's own
+ *   SQL (the statements of src/stores/pg/sql.ts and
+ *   src/stores/mysql/statements.ts) at the elector's rates (renewals every
+ *   renewInterval, polls every jittered retryPeriod) on a pool of the same
+ *   size, with no timeouts and no watchdog; on MariaDB a claim or renewal is
+ *   one multi-statement request, as the store sends it on its own pool;
+ * - library: the same elections through `Elector.joinAll` over one store
+ *   (`PgStore.makeFromPool` / `MysqlStore.makeFromPool`) on that pool size.
+ *
+ * The raw phase runs first, so that its RSS is not the library's leftovers.
+ * Each phase warms up, then measures for `--seconds`: CPU (process.cpuUsage,
+ * % of one core), renew latency p50/p99 (from the call to its answer,
+ * time-outs included), event-loop delay p99 (perf_hooks), peak RSS,
+ * connections the pool opened, requests/s (queries sent on the driver's
+ * connections), and elections with no participant that believes it leads
+ * (sampled each second).
+ *
+ *   npm run bench:scale -- --elections 100 --timing fast --store both --seconds 30
+ *
+ * Options: --elections N (default 10), --timing fast|default (fast: lease 3 s,
+ * renew 750 ms, retry 500 ms, operationTimeout 500 ms; default: 15 s / 5 s /
+ * 3 s / 3 s), --store pg|mysql|both (default pg), --seconds S (default 30),
+ * --warmup S (default: 2 x retryPeriod + 2 s), --pool P (default 10),
+ * --only raw|library. PostgreSQL from LE_PG_URL (default the shared test
+ * server), MariaDB from LE_MYSQL_URL. Each run uses a table of its own,
+ * dropped at the end.
+ */
+import { Duration, Effect, Exit, Logger, LogLevel, Scope } from "effect"
+import * as Mysql from "mysql2"
+import * as os from "node:os"
+import { monitorEventLoopDelay } from "node:perf_hooks"
+import { parseArgs } from "node:util"
+import pg from "pg"
+import * as Elector from "../src/Elector.js"
+import * as Store from "../src/Store.js"
+import * as MysqlStore from "../src/stores/MysqlStore.js"
+import * as MysqlSql from "../src/stores/mysql/statements.js"
+import { quoteIdentifier } from "../src/stores/pg/config.js"
+import { ddl, statements } from "../src/stores/pg/sql.js"
+import * as PgStore from "../src/stores/PgStore.js"
+
+const { values: args } = parseArgs({
+  options: {
+    elections: { type: "string", default: "10" },
+    timing: { type: "string", default: "fast" },
+    store: { type: "string", default: "pg" },
+    seconds: { type: "string", default: "30" },
+    warmup: { type: "string" },
+    pool: { type: "string", default: "10" },
+    only: { type: "string" }
+  }
+})
+
+const timings = {
+  fast: { leaseDuration: 3_000, renewInterval: 750, retryPeriod: 500, operationTimeout: 500 },
+  default: { leaseDuration: 15_000, renewInterval: 5_000, retryPeriod: 3_000, operationTimeout: 3_000 }
+} as const
+if (args.timing !== "fast" && args.timing !== "default") throw new Error("--timing is fast or default")
+const timing = timings[args.timing]
+const safetyMargin = Math.max(timing.leaseDuration / 10, 1_000)
+const retryDelay = Math.max(timing.renewInterval / 4, 50)
+const elections = Number(args.elections)
+const participants = 3
+const seconds = Number(args.seconds)
+const warmup = args.warmup === undefined ? (2 * timing.retryPeriod + 2_000) / 1000 : Number(args.warmup)
+const poolSize = Number(args.pool)
+const pgUrl = process.env["LE_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const mysqlUrl = process.env["LE_MYSQL_URL"] ?? "mysql://root@127.0.0.1:3306/test"
+const table = `bench_scale_${process.pid}`
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+const jittered = (period: number) => period / 2 + Math.random() * period / 2
+
+// ---------------------------------------------------------------------------
+// What each phase measures
+
+type Op = "acquire" | "renew" | "release" | "inspect"
+
+/** Statements sent on any driver connection, counted by patching the drivers. */
+let statementsSent = 0
+const countCalls = (proto: { query: (...args: Array<never>) => unknown }) => {
+  const original = proto.query
+  proto.query = function(this: unknown, ...rest: Array<never>) {
+    statementsSent++
+    return original.apply(this, rest)
+  }
+}
+countCalls(pg.Client.prototype as never)
+countCalls(Mysql.Connection.prototype as never)
+
+interface Recorder {
+  measuring: boolean
+  renewMs: Array<number>
+  /**
+   * Summed duration of every store call in the window: busyMs / window is the
+   * mean number of calls in flight (Little's law), waiting for a connection
+   * included.
+   */
+  busyMs: number
+  calls: number
+  failures: number
+  record(op: Op, ms: number, ok: boolean): void
+}
+
+const recorder = (): Recorder => ({
+  measuring: false,
+  renewMs: [],
+  busyMs: 0,
+  calls: 0,
+  failures: 0,
+  record(op, ms, ok) {
+    if (!this.measuring) return
+    this.calls++
+    this.busyMs += ms
+    if (!ok) this.failures++
+    if (op === "renew") this.renewMs.push(ms)
+  }
+})
+
+interface Result {
+  readonly phase: "raw" | "library"
+  readonly cpuPercent: number
+  readonly renewP50: number
+  readonly renewP99: number
+  readonly loopP99: number
+  readonly rssMb: number
+  readonly connections: number
+  readonly connectionsInWindow: number
+  readonly statementsPerSecond: number
+  readonly callsPerSecond: number
+  readonly meanCallMs: number
+  readonly busyConnections: number
+  readonly failures: number
+  readonly leaderlessEnd: number
+  readonly leaderlessMax: number
+  readonly leaderlessMean: number
+}
+
+const percentile = (samples: ReadonlyArray<number>, p: number): number => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN
+}
+
+interface Running {
+  /** How many elections have no participant that believes it leads, now. */
+  readonly leaderless: () => number
+  readonly stop: () => Promise<void>
+}
+
+/** Warms up, measures for `seconds`, stops: the same for both phases. */
+const measure = async (
+  phase: Result["phase"],
+  rec: Recorder,
+  connections: { total: number },
+  start: () => Promise<Running>
+): Promise<Result> => {
+  const running = await start()
+  await sleep(warmup * 1000)
+  const loop = monitorEventLoopDelay({ resolution: 10 })
+  const leaderless: Array<number> = []
+  let rss = 0
+  const connectionsBefore = connections.total
+  const statementsBefore = statementsSent
+  rec.measuring = true
+  loop.enable()
+  const cpu = process.cpuUsage()
+  const t0 = performance.now()
+  while (performance.now() - t0 < seconds * 1000) {
+    await sleep(1000)
+    leaderless.push(running.leaderless())
+    rss = Math.max(rss, process.memoryUsage().rss)
+  }
+  const elapsed = performance.now() - t0
+  const used = process.cpuUsage(cpu)
+  loop.disable()
+  rec.measuring = false
+  const statements = statementsSent - statementsBefore
+  const connectionsInWindow = connections.total - connectionsBefore
+  await running.stop()
+  return {
+    phase,
+    cpuPercent: ((used.user + used.system) / 1000 / elapsed) * 100,
+    renewP50: percentile(rec.renewMs, 50),
+    renewP99: percentile(rec.renewMs, 99),
+    loopP99: loop.percentile(99) / 1e6,
+    rssMb: rss / 2 ** 20,
+    connections: connections.total,
+    connectionsInWindow,
+    statementsPerSecond: statements / (elapsed / 1000),
+    callsPerSecond: rec.calls / (elapsed / 1000),
+    meanCallMs: rec.calls === 0 ? Number.NaN : rec.busyMs / rec.calls,
+    busyConnections: rec.busyMs / elapsed,
+    failures: rec.failures,
+    leaderlessEnd: leaderless.at(-1) ?? Number.NaN,
+    leaderlessMax: Math.max(...leaderless),
+    leaderlessMean: leaderless.reduce((a, b) => a + b, 0) / leaderless.length
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The raw driver: the store's SQL, at the elector's rates, nothing else
+
+/** The least a raw participant needs from a lease row. */
+interface RawLease {
+  readonly holder: string
+  /** Database milliseconds. */
+  readonly expiresAt: number
+  readonly now: number
+  readonly fence: string
+}
+
+interface RawDriver {
+  readonly acquire: (name: string, identity: string) => Promise<RawLease>
+  readonly renew: (name: string, identity: string, fence: string) => Promise<RawLease | undefined>
+  readonly inspect: (name: string) => Promise<RawLease | undefined>
+}
+
+const leaseMicros = String(timing.leaseDuration * 1000)
+
+const pgRaw = (pool: pg.Pool, quoted: string): RawDriver => {
+  const sql = statements(quoted)
+  const lease = (row: Record<string, string>): RawLease => ({
+    holder: row["holder"]!,
+    fence: row["fence"]!,
+    expiresAt: Number(row["expires_at"]),
+    now: Number(row["now"])
+  })
+  const run = async (text: string, values: Array<string | null>) =>
+    (await pool.query<Record<string, string>>({ text, values })).rows[0]
+  return {
+    acquire: async (name, identity) => lease((await run(sql.acquire, [name, identity, leaseMicros, null]))!),
+    renew: async (name, identity, fence) => {
+      const row = await run(sql.renew, [name, identity, fence, leaseMicros, null])
+      return row === undefined ? undefined : lease(row)
+    },
+    inspect: async (name) => {
+      const row = await run(sql.inspect, [name])
+      return row === undefined ? undefined : lease(row)
+    }
+  }
+}
+
+const mysqlRaw = (pool: Mysql.Pool, quoted: string): RawDriver => {
+  const lease = (row: Record<string, unknown>): RawLease => ({
+    holder: String(row["holder"]),
+    fence: String(row["fence"]),
+    expiresAt: Number(BigInt(String(row["expires_us"])) / 1000n),
+    now: Number(BigInt(String(row["now_us"])) / 1000n)
+  })
+  const promised = pool.promise()
+  const rows = (result: unknown) => result as Array<Record<string, unknown>>
+  // Like the store on its own pool: the transaction as one multi-statement request.
+  const transaction = async (write: string, writeValues: Array<unknown>, readBack: string, readValues: Array<unknown>) => {
+    const [results] = await promised.query(
+      ["START TRANSACTION", write, readBack, "COMMIT"].join(";\n"),
+      [...writeValues, ...readValues]
+    )
+    const all = results as unknown as Array<unknown>
+    return { written: all[1] as { affectedRows: number }, row: rows(all[2])[0] }
+  }
+  return {
+    acquire: async (name, identity) => {
+      const { row } = await transaction(
+        MysqlSql.upsert(quoted),
+        [name, identity, leaseMicros, null, identity, null, identity, identity, identity, leaseMicros],
+        MysqlSql.selectAfterUpsert(quoted),
+        [identity, name]
+      )
+      return lease(row!)
+    },
+    renew: async (name, identity, fence) => {
+      const { row, written } = await transaction(
+        MysqlSql.renew(quoted),
+        [null, leaseMicros, name, identity, fence],
+        MysqlSql.selectAfterRenew(quoted),
+        [name]
+      )
+      return written.affectedRows === 0 ? undefined : lease(row!)
+    },
+    inspect: async (name) => {
+      const [result] = await promised.query(MysqlSql.inspect(quoted), [name])
+      const row = rows(result)[0]
+      return row === undefined ? undefined : lease(row)
+    }
+  }
+}
+
+/** One participant of the raw baseline: poll, claim, renew; no timeout, no watchdog. */
+const rawParticipant = (driver: RawDriver, rec: Recorder, name: string, identity: string) => {
+  let stopped = false
+  let fence: string | undefined
+  let deadline = 0
+  const timed = async <A>(op: Op, f: () => Promise<A>): Promise<A> => {
+    const t0 = performance.now()
+    try {
+      const result = await f()
+      rec.record(op, performance.now() - t0, true)
+      return result
+    } catch (error) {
+      rec.record(op, performance.now() - t0, false)
+      throw error
+    }
+  }
+  const step = async (): Promise<number> => {
+    const sentAt = performance.now()
+    if (fence !== undefined) {
+      const renewed = await timed("renew", () => driver.renew(name, identity, fence!))
+      if (renewed === undefined) {
+        fence = undefined
+        return jittered(timing.retryPeriod)
+      }
+      deadline = sentAt + (renewed.expiresAt - renewed.now) - safetyMargin
+      return sentAt + timing.renewInterval - performance.now()
+    }
+    const seen = await timed("inspect", () => driver.inspect(name))
+    if (seen !== undefined && seen.expiresAt > seen.now && seen.holder !== identity) return jittered(timing.retryPeriod)
+    const claimed = await timed("acquire", () => driver.acquire(name, identity))
+    if (claimed.holder !== identity || claimed.expiresAt <= claimed.now) return jittered(timing.retryPeriod)
+    fence = claimed.fence
+    deadline = sentAt + (claimed.expiresAt - claimed.now) - safetyMargin
+    return sentAt + timing.renewInterval - performance.now()
+  }
+  const done = (async () => {
+    // Like the electors, every participant starts at once.
+    while (!stopped) {
+      const wait = await step().catch(() => (fence === undefined ? jittered(timing.retryPeriod) : retryDelay))
+      if (!stopped) await sleep(Math.max(0, wait))
+    }
+  })()
+  return {
+    leads: () => fence !== undefined && performance.now() < deadline,
+    stop: () => {
+      stopped = true
+      return done
+    }
+  }
+}
+
+const startRaw = (driver: RawDriver, rec: Recorder, prefix: string) => async (): Promise<Running> => {
+  const all = Array.from({ length: elections }, (_, e) =>
+    Array.from({ length: participants }, (_, p) => rawParticipant(driver, rec, `${prefix}-${e}`, `p${p}`)))
+  return {
+    leaderless: () => all.filter((election) => !election.some((participant) => participant.leads())).length,
+    stop: async () => {
+      await Promise.all(all.flat().map((participant) => participant.stop()))
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The library: every election through Elector.joinAll over one store
+
+/** The store, with each call timed from the elector's call to its answer (or its time-out). */
+const timedStore = (store: Store.StoreShape, rec: Recorder): Store.StoreShape => {
+  const timed = <A, E>(op: Op, effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
+    const t0 = performance.now()
+    return Effect.onExit(effect, (exit) => Effect.sync(() => rec.record(op, performance.now() - t0, Exit.isSuccess(exit))))
+  }
+  return {
+    acquire: (...a) => timed("acquire", store.acquire(...a)),
+    renew: (...a) => timed("renew", store.renew(...a)),
+    release: (...a) => timed("release", store.release(...a)),
+    inspect: (...a) => timed("inspect", store.inspect(...a))
+  }
+}
+
+const startLibrary = (store: Store.StoreShape, rec: Recorder, prefix: string) => async (): Promise<Running> => {
+  const scope = Effect.runSync(Scope.make())
+  const configs = Array.from({ length: elections }, (_, e) =>
+    Array.from({ length: participants }, (_, p): Elector.ElectorConfig => ({
+      name: `${prefix}-${e}`,
+      identity: `p${p}`,
+      leaseDuration: Duration.millis(timing.leaseDuration),
+      renewInterval: Duration.millis(timing.renewInterval),
+      retryPeriod: Duration.millis(timing.retryPeriod),
+      operationTimeout: Duration.millis(timing.operationTimeout)
+    }))).flat()
+  const { electors } = await Effect.runPromise(
+    Elector.joinAll(configs).pipe(
+      Effect.provideService(Store.Store, timedStore(store, rec)),
+      Scope.extend(scope),
+      // Warnings (time-outs, lost leases) would flood the terminal under overload.
+      Logger.withMinimumLogLevel(LogLevel.Error)
+    )
+  )
+  return {
+    leaderless: () => {
+      let count = 0
+      for (let e = 0; e < elections; e++) {
+        const group = electors.slice(e * participants, (e + 1) * participants)
+        if (!group.some((elector) => Effect.runSync(elector.isLeader))) count++
+      }
+      return count
+    },
+    stop: () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Per store: one table, one pool per phase of the same size
+
+interface Target {
+  readonly label: string
+  /** Runs a statement on a connection of its own (DDL, clean-up). */
+  readonly admin: (statement: string) => Promise<void>
+  readonly closeAdmin: () => Promise<void>
+  readonly createTable: string
+  readonly dropTable: string
+  /** A pool of `poolSize` that counts the connections it opens; the raw driver and the store over it; its end. */
+  readonly open: (connections: { total: number }) => {
+    readonly raw: RawDriver
+    readonly store: Effect.Effect<Store.StoreShape, unknown>
+    readonly end: () => Promise<void>
+  }
+}
+
+const storeOptions = { table, operationTimeout: Duration.millis(timing.operationTimeout) }
+
+const pgTarget = async (): Promise<Target> => {
+  const quoted = quoteIdentifier(table)
+  const admin = new pg.Client({ connectionString: pgUrl })
+  await admin.connect()
+  return {
+    label: "PostgreSQL",
+    admin: async (statement) => void (await admin.query(statement)),
+    closeAdmin: () => admin.end(),
+    createTable: ddl(quoted),
+    dropTable: `DROP TABLE IF EXISTS ${quoted}`,
+    open: (connections) => {
+      // The settings PgStore.layerFromUrl gives the pool it owns.
+      const pool = new pg.Pool({
+        connectionString: pgUrl,
+        max: poolSize,
+        idleTimeoutMillis: 30_000,
+        maxLifetimeSeconds: 300,
+        connectionTimeoutMillis: 2 * timing.operationTimeout,
+        keepAlive: true,
+        application_name: "bench-scale"
+      }).on("error", () => {}).on("connect", () => connections.total++)
+      return { raw: pgRaw(pool, quoted), store: PgStore.makeFromPool(pool, storeOptions), end: () => pool.end() }
+    }
+  }
+}
+
+const mysqlTarget = async (): Promise<Target> => {
+  const quoted = `\`${table}\``
+  const admin = Mysql.createConnection({ uri: mysqlUrl }).promise()
+  return {
+    label: "MariaDB",
+    admin: async (statement) => void (await admin.query(statement)),
+    closeAdmin: () => admin.end(),
+    createTable: MysqlSql.createTable(quoted),
+    dropTable: `DROP TABLE IF EXISTS ${quoted}`,
+    open: (connections) => {
+      // As MysqlStore.layerFromUrl's own pool: one request per transaction.
+      const pool = Mysql.createPool({
+        uri: mysqlUrl,
+        connectionLimit: poolSize,
+        connectTimeout: 5_000,
+        enableKeepAlive: true,
+        multipleStatements: true
+      })
+      pool.on("connection", () => connections.total++)
+      return {
+        raw: mysqlRaw(pool, quoted),
+        store: MysqlStore.makeFromPool(pool, storeOptions),
+        end: () => new Promise<void>((resolve) => pool.end(() => resolve()))
+      }
+    }
+  }
+}
+
+const runTarget = async (target: Target): Promise<ReadonlyArray<Result>> => {
+  await target.admin(target.createTable)
+  const results: Array<Result> = []
+  try {
+    for (const phase of phases) {
+      const connections = { total: 0 }
+      const opened = target.open(connections)
+      const rec = recorder()
+      const start = phase === "raw"
+        ? startRaw(opened.raw, rec, "raw")
+        : startLibrary(await Effect.runPromise(opened.store), rec, "library")
+      results.push(await measure(phase, rec, connections, start))
+      console.log(`${target.label} ${phase} done: ${JSON.stringify(results.at(-1))}`)
+      await opened.end()
+      globalThis.gc?.()
+    }
+  } finally {
+    await target.admin(target.dropTable)
+    await target.closeAdmin()
+  }
+  print(target.label, results)
+  return results
+}
+
+const phases: ReadonlyArray<Result["phase"]> = args.only === "raw"
+  ? ["raw"]
+  : args.only === "library"
+  ? ["library"]
+  : ["raw", "library"]
+
+const fixed = (n: number, digits = 1) => Number.isFinite(n) ? n.toFixed(digits) : "-"
+
+const print = (store: string, results: ReadonlyArray<Result>) => {
+  const rows: ReadonlyArray<readonly [string, (r: Result) => string]> = [
+    ["CPU (% of one core)", (r) => fixed(r.cpuPercent)],
+    ["renew p50 (ms)", (r) => fixed(r.renewP50)],
+    ["renew p99 (ms)", (r) => fixed(r.renewP99)],
+    ["event-loop delay p99 (ms)", (r) => fixed(r.loopP99)],
+    ["peak RSS (MB)", (r) => fixed(r.rssMb, 0)],
+    ["connections opened (all / in window)", (r) => `${r.connections} / ${r.connectionsInWindow}`],
+    ["requests/s (driver queries)", (r) => fixed(r.statementsPerSecond, 0)],
+    ["store calls/s", (r) => fixed(r.callsPerSecond, 0)],
+    ["mean call (ms)", (r) => fixed(r.meanCallMs, 2)],
+    ["calls in flight (calls/s x mean call)", (r) => fixed(r.busyConnections, 2)],
+    ["failed calls", (r) => String(r.failures)],
+    ["leaderless elections (end / max / mean)", (r) => `${r.leaderlessEnd} / ${r.leaderlessMax} / ${fixed(r.leaderlessMean)}`]
+  ]
+  const width = Math.max(...rows.map(([label]) => label.length))
+  console.log(`\n${store}: ${elections} elections x ${participants}, ${args.timing} timing, pool ${poolSize}`)
+  console.log(`${"".padEnd(width)}  ${results.map((r) => r.phase.padStart(14)).join("  ")}`)
+  for (const [label, value] of rows) {
+    console.log(`${label.padEnd(width)}  ${results.map((r) => value(r).padStart(14)).join("  ")}`)
+  }
+}
+
+const main = async () => {
+  console.log(
+    `bench:scale: ${elections} elections x ${participants} participants in one process; ${args.timing} timing ` +
+      `(lease ${timing.leaseDuration} ms, renew ${timing.renewInterval} ms, retry ${timing.retryPeriod} ms, ` +
+      `operationTimeout ${timing.operationTimeout} ms); warm-up ${warmup} s, window ${seconds} s; ` +
+      `pool ${poolSize}; node ${process.version}; library logs at Error only`
+  )
+  console.log(
+    `machine: ${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at start`
+  )
+  if (args.store === "pg" || args.store === "both") await runTarget(await pgTarget())
+  if (args.store === "mysql" || args.store === "both") await runTarget(await mysqlTarget())
+}
+
+main().catch((error: unknown) => {
+  console.error(error)
+  process.exitCode = 1
+})
