@@ -20,8 +20,9 @@
  * after an interrupted query, where it waits, busy, for an answer a hung
  * server never sends. The store uses mysql2 `query` (values escaped by the
  * driver), bounds every call by `operationTimeout`, and destroys any
- * connection whose call failed, timed out or was interrupted, which also
- * ends its transaction on the server.
+ * connection whose request failed, or did not answer within twice that after
+ * its call gave up, which also ends its transaction on the server; a late
+ * answer that succeeded puts the connection back in the pool.
  *
  * Portability between MySQL 8 and MariaDB 10.11, and how it is handled:
  *
@@ -126,8 +127,9 @@ export interface MysqlStoreOptions {
   readonly table?: string | undefined
   /**
    * Bounds every call, waiting for a connection included. On expiry the call
-   * fails with a retryable `StoreError` and its connection is destroyed,
-   * which also rolls back its transaction. Defaults to 3 seconds, the
+   * fails with a retryable `StoreError`; its connection goes back to the pool
+   * if the request then succeeds within twice this, and is destroyed
+   * otherwise, which also rolls back its transaction. Defaults to 3 seconds, the
    * elector's default operation timeout.
    */
   readonly operationTimeout?: Duration.DurationInput | undefined
@@ -386,8 +388,9 @@ const build = <E, R>(
  * callback pool of `mysql2`; for a `mysql2/promise` pool pass its `.pool`).
  * The pool stays the caller's: the store never ends it.
  *
- * Every call still returns at `operationTimeout`, and a connection whose call
- * failed, timed out or was interrupted is destroyed rather than released, so
+ * Every call still returns at `operationTimeout`, and a connection whose
+ * request failed, or stayed silent for twice that after its call gave up, is
+ * destroyed rather than released, so
  * a wedged connection is never handed to the next caller, the app's own
  * queries included. The store runs `query` (text protocol), never `execute`.
  * A connection the pool was still opening when its call gave up holds its

@@ -136,7 +136,8 @@ export interface PgStoreOptions {
   readonly table?: string | undefined
   /**
    * Bounds every statement, connecting included. On expiry the call fails
-   * with a retryable `StoreError` and its connection is destroyed. Defaults
+   * with a retryable `StoreError`; its connection goes back to the pool if
+   * the statement answers within twice this more, else it is destroyed. Defaults
    * to 3 seconds, the elector's default operation timeout.
    */
   readonly operationTimeout?: Duration.DurationInput | undefined
@@ -436,7 +437,8 @@ export const makeFromUrl = (
  *   sheds connections a pooler or server restart left behind;
  * - health: TCP keepalive on every socket, pg-pool evicts idle connections
  *   whose socket fails, and any connection whose statement failed at the
- *   transport level, timed out or was interrupted is destroyed;
+ *   transport level, or did not answer within twice the operation timeout
+ *   after its call gave up, is destroyed;
  * - the caller gets control back at the operation timeout, connecting
  *   included; a connection attempt it abandoned is given up by the pool after
  *   twice that.

@@ -6,9 +6,10 @@
  *
  * Each store runs its statements on a driver pool, its own or the caller's,
  * never through an `@effect/sql` client: an interrupted `@effect/sql` query
- * keeps its connection (see FINDINGS), while the stores destroy any
- * connection whose call failed at the transport level, timed out or was
- * interrupted. {@link withDeadline} is what bounds every call.
+ * keeps its connection (see FINDINGS), while the stores keep a connection
+ * whose call timed out or was interrupted out of the pool until its statement
+ * answers, and destroy it if it stays silent or its socket failed (see
+ * `gate.ts`). {@link withDeadline} is what bounds every call.
  *
  * @internal
  */
@@ -33,7 +34,8 @@ export interface SqlStoreOptions {
   readonly table?: string | undefined
   /**
    * Bounds every call, waiting for a connection included. On expiry the call
-   * fails with a retryable `StoreError` and its connection is destroyed.
+   * fails with a retryable `StoreError`; its connection goes back to the pool
+   * if the statement answers within twice this more, else it is destroyed.
    * Defaults to 3 seconds, the elector's default operation timeout.
    */
   readonly operationTimeout?: Duration.DurationInput | undefined
@@ -59,8 +61,9 @@ export const maxConnections = (value: number = defaultMaxConnections): Either.Ei
     : Either.left(new InvalidConfig({ field: "maxConnections", reason: `must be a positive integer, got ${value}` }))
 
 /**
- * A store call did not complete within the store's operation timeout; its
- * connection was destroyed rather than returned to the pool.
+ * A store call did not complete within the store's operation timeout. Its
+ * connection stays out of the pool until the statement answers, and is
+ * destroyed if it does not answer within twice the timeout more.
  *
  * @since 0.1.0
  * @category errors
@@ -83,7 +86,8 @@ export class OperationTimeout extends Data.TaggedError("OperationTimeout")<{
 
 /**
  * Bounds a store call by `timeout`. The call is interrupted on expiry, which
- * is what makes the stores' pools destroy its connection, and fails with the
+ * gives control back at once (its connection waits for the late answer, see
+ * `gate.ts`), and fails with the
  * store's classification of an {@link OperationTimeout} (retryable).
  */
 export const withDeadline = (
