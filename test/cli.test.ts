@@ -420,6 +420,10 @@ describe("the leaderelection bin", () => {
   })
 
   it("watch piped into `head -1` exits cleanly when head goes away", async () => {
+    // watch reads the default table: make sure it exists whatever ran before.
+    const client = new pg.Client({ connectionString: directUrl })
+    await client.connect()
+    await client.query(Either.getOrThrow(PgStore.schema("", "leader_election"))).finally(() => client.end())
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
       execFile(
         "bash",

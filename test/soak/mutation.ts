@@ -26,8 +26,8 @@ const mutants: ReadonlyArray<Mutant> = [
   {
     name: "isLeader without the deadline re-check",
     file: "internal/elector.js",
-    from: "Option.filter(s.term, (term) => now < term.deadline)",
-    to: "s.term",
+    from: "term !== undefined && now < term.deadline ? term : undefined",
+    to: "term",
     scenario: "frozen leader"
   },
   {
