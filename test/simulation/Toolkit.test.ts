@@ -69,6 +69,24 @@ describe("the simulation's oracle", () => {
     })
   })
 
+  it("catches leadership flapping back faster than the hysteresis once the faults stopped", () => {
+    const flap = (comeback: number) =>
+      first((o) => {
+        o.calm(0, 1000)
+        o.onStart("a", 1n, 0)
+        o.onStop("a", 1n, 100)
+        o.onStart("b", 2n, 100)
+        o.onStop("b", 2n, 200)
+        o.onStart("a", 3n, comeback)
+      })
+    expect(flap(500)).toEqual({
+      check: "flapping",
+      at: 500,
+      message: "a leads again 400ms after it stopped, with b in between (hysteresis 1000ms)"
+    })
+    expect(flap(1100)).toBeUndefined()
+  })
+
   it("keeps the first violation, and records the user's invariant", () => {
     expect(first((o) => {
       o.invariant(3, undefined)
@@ -123,6 +141,14 @@ describe("Simulation.check", () => {
       expect(s.rates.length).toBeLessThanOrEqual(7)
       expect(s.events.map((e) => e.at)).toEqual(s.events.map((e) => e.at).sort((a, b) => a - b))
       expect(s.events.every((e) => e.at <= s.window && e.event._tag !== "Freeze")).toBe(true)
+    }
+  })
+
+  it("generates no priorities and no resignations unless asked for candidates", () => {
+    const options = { ...Simulation.defaultScheduleOptions, candidates: false }
+    for (const s of fc.sample(Simulation.schedules(options), { numRuns: 20, seed: 1 })) {
+      expect(s.priorities).toBeUndefined()
+      expect(s.events.some((e) => e.event._tag === "Resign")).toBe(false)
     }
   })
 
