@@ -123,6 +123,13 @@ export interface Driver<C, A> {
    * unusable. An error of the gate's own means the request never answered.
    */
   readonly release: (connection: C, error: Error | undefined) => void
+  /**
+   * Called once, when the caller gives up while `connection` runs its
+   * request, to make the server end it sooner (a late answer then frees the
+   * connection). Must decide synchronously; the effect it returns runs
+   * detached, must be bounded and must not fail: nothing waits on it.
+   */
+  readonly abandon?: (connection: C) => Effect.Effect<void>
 }
 
 /** One call through `gate` on `driver`'s pool. See the module's note. */
@@ -168,9 +175,10 @@ export const use = <C, A>(
       abandoned = true
       // Still queued, or already over: nothing is held.
       if (settled || ticket.cancel()) return Effect.void
-      return Effect.forkDaemon(Effect.delay(
+      const stop = held === undefined ? Effect.void : driver.abandon?.(held) ?? Effect.void
+      return Effect.forkDaemon(stop).pipe(Effect.zipRight(Effect.forkDaemon(Effect.delay(
         Effect.sync(() => settle(new Error(`no answer ${Duration.format(grace)} after the call gave up; connection destroyed`))),
         grace
-      ))
+      ))))
     }).pipe(Effect.asVoid)
   })
