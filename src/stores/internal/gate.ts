@@ -22,7 +22,8 @@
  * connection stays out of the pool while its statement runs on. An answer
  * within `grace` proves the connection was only slow, and it goes back to
  * the pool (unless the driver says the answer left it unusable); no answer
- * within `grace` and it is destroyed. A wedged connection is never handed out
+ * within `grace` and it is destroyed. A driver may also ask the server to
+ * end the abandoned request sooner ({@link Driver.abandon}), detached. A wedged connection is never handed out
  * again, and a busy database or event loop does not turn every call that
  * overran into a new connection.
  *
