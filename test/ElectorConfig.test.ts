@@ -277,7 +277,7 @@ describe("errors", () => {
 
 describe("the package barrel", () => {
   it("exposes every module under its name", () => {
-    expect(Object.keys(index).sort()).toEqual(["Elector", "ElectorError", "Health", "Leadership", "Lease", "MemoryStore", "Metrics", "Store"])
+    expect(Object.keys(index).sort()).toEqual(["Elector", "ElectorError", "Health", "Job", "Leadership", "Lease", "MemoryStore", "Metrics", "Store"])
     expect(index.Elector.make).toBe(Elector.make)
   })
 })

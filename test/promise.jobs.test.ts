@@ -3,23 +3,7 @@ import { describe, expect, it } from "vitest"
 import type * as Job from "../src/Job.js"
 import { createElector } from "../src/promise.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
-
-// Real time, short slots; a lease long enough that a loaded machine does not end a term by itself.
-const fast = {
-  leaseDuration: "5 seconds",
-  renewInterval: "200 millis",
-  retryPeriod: "100 millis",
-  operationTimeout: "1 second",
-  safetyMargin: "1 second"
-} as const
-
-const eventually = async (condition: () => boolean, what: string) => {
-  const deadline = performance.now() + 10_000
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
+import { eventually, fast } from "./support/promiseTiming.js"
 
 let elections = 0
 const unique = () => `promise-jobs-${process.pid}-${++elections}`

@@ -4,29 +4,13 @@ import * as Lease from "../src/Lease.js"
 import { createElector, type PromiseElectorOptions } from "../src/promise.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
+import { eventually, fast as fastTiming } from "./support/promiseTiming.js"
 
-// Real time: these tests wait for conditions, never for fixed delays. Quick
-// polls and renewals, but a lease and store-call timeout long enough that a
-// loaded machine does not make a leader step down on its own.
-const fast = {
-  name: "jobs",
-  leaseDuration: "5 seconds",
-  renewInterval: "200 millis",
-  retryPeriod: "100 millis",
-  operationTimeout: "1 second",
-  safetyMargin: "1 second"
-} as const
+// Real time (see support/promiseTiming.ts), election `jobs` unless a test names its own.
+const fast = { name: "jobs", ...fastTiming } as const
 
 // The shortest lease there is, for the tests that wait a whole lease.
 const short = { ...fast, leaseDuration: "1 second", operationTimeout: "100 millis", safetyMargin: "200 millis" } as const
-
-const eventually = async (condition: () => boolean, what: string) => {
-  const deadline = performance.now() + 10_000
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 const memory = () => Effect.runPromise(MemoryStore.make())
 

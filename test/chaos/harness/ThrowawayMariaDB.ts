@@ -9,7 +9,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as mysql from "mysql2/promise"
-import { freePort, isRoot, logTail, onExit, run, signal, waitFor } from "./process.js"
+import { type HeldLock, holdLock } from "./heldLock.js"
+import { freePort, isRoot, lifecycle, ownTempDir, run, running, signal, terminate, waitUntilServing } from "./process.js"
 
 export interface ThrowawayMariaDB {
   readonly port: number
@@ -27,7 +28,7 @@ export interface ThrowawayMariaDB {
   /** Runs one statement on a fresh connection to database `test`. */
   sql<Row = Record<string, unknown>>(statement: string, params?: ReadonlyArray<unknown>): Promise<Array<Row>>
   /** Takes `SELECT ... FOR UPDATE` on the rows matching `whereSql` in an open transaction of another session. */
-  lockRow(table: string, whereSql: string): Promise<{ readonly rows: number; release(): Promise<void> }>
+  lockRow(table: string, whereSql: string): Promise<HeldLock>
   pid(): number | undefined
   /** Stops the server and removes its temp dir. Idempotent. */
   destroy(): Promise<void>
@@ -50,19 +51,12 @@ export const startMariaDB = async (): Promise<ThrowawayMariaDB> => {
   const user = isRoot() ? ["--user=root"] : []
   let child: ChildProcess | undefined
   let paused = false
-  let destroyed = false
 
-  const alive = (proc: ChildProcess | undefined): proc is ChildProcess =>
-    proc !== undefined && proc.exitCode === null && proc.signalCode === null
-  const exited = (proc: ChildProcess): Promise<void> =>
-    alive(proc) ? new Promise((resolve) => proc.once("exit", () => resolve())) : Promise.resolve()
-
-  const unhook = onExit(() => {
-    if (alive(child)) {
+  const tempDir = ownTempDir(dir, () => {
+    if (running(child)) {
       if (paused) child.kill("SIGCONT")
       child.kill("SIGKILL")
     }
-    fs.rmSync(dir, { recursive: true, force: true })
   })
 
   const connect = () => mysql.createConnection({ host: "127.0.0.1", port, user: "root", database: "test" })
@@ -78,7 +72,7 @@ export const startMariaDB = async (): Promise<ThrowawayMariaDB> => {
   }
 
   const start = async (): Promise<void> => {
-    if (alive(child)) throw new Error("MariaDB is already running")
+    if (running(child)) throw new Error("MariaDB is already running")
     const proc = spawn(binary("mariadbd"), [
       "--no-defaults",
       ...user,
@@ -97,11 +91,8 @@ export const startMariaDB = async (): Promise<ThrowawayMariaDB> => {
       "--max-connections=200"
     ], { stdio: "ignore" })
     child = proc
-    let failed: Error | undefined
-    proc.once("error", (error) => (failed = error))
-    proc.once("exit", (code, sig) => (failed ??= new Error(`mariadbd exited (${code ?? sig})`)))
-    await waitFor("MariaDB to accept connections", async () => {
-      if (failed !== undefined) throw new Error(`${failed.message}\nlog tail:\n${logTail(logFile, 15)}`)
+    const serving = { name: "mariadbd", what: "MariaDB to accept connections", logFile, logLines: 15 }
+    await waitUntilServing(proc, serving, async () => {
       try {
         const connection = await mysql.createConnection({ host: "127.0.0.1", port, user: "root" })
         await connection.end()
@@ -114,12 +105,9 @@ export const startMariaDB = async (): Promise<ThrowawayMariaDB> => {
 
   const stop = async (): Promise<void> => {
     const proc = child
-    if (!alive(proc)) return
+    if (!running(proc)) return
     if (paused) resume()
-    proc.kill("SIGTERM")
-    const timer = setTimeout(() => proc.kill("SIGKILL"), 15_000)
-    await exited(proc)
-    clearTimeout(timer)
+    await terminate(proc, 15_000)
   }
 
   const resume = (): void => {
@@ -132,47 +120,21 @@ export const startMariaDB = async (): Promise<ThrowawayMariaDB> => {
     dir,
     logFile,
     url: (database = "test") => `mysql://root@127.0.0.1:${port}/${database}`,
-    start,
-    stop,
-    restart: async () => {
-      await stop()
-      await start()
-    },
+    ...lifecycle(start, stop),
     pause: () => {
-      if (!alive(child) || child.pid === undefined) throw new Error("MariaDB is not running")
+      if (!running(child) || child.pid === undefined) throw new Error("MariaDB is not running")
       paused = true
       signal(child.pid, "SIGSTOP")
     },
     resume,
     sql,
-    lockRow: async (table, whereSql) => {
-      const connection = await connect()
-      let released = false
-      try {
-        await connection.query("BEGIN")
+    lockRow: async (table, whereSql) =>
+      holdLock(await connect(), async (connection) => {
         const [rows] = await connection.query(`SELECT * FROM \`${table.replaceAll("`", "``")}\` WHERE ${whereSql} FOR UPDATE`)
-        return {
-          rows: Array.isArray(rows) ? rows.length : 0,
-          release: async () => {
-            if (released) return
-            released = true
-            await connection.query("ROLLBACK").catch(() => {})
-            await connection.end().catch(() => {})
-          }
-        }
-      } catch (error) {
-        await connection.end().catch(() => {})
-        throw error
-      }
-    },
+        return Array.isArray(rows) ? rows.length : 0
+      }),
     pid: () => child?.pid,
-    destroy: async () => {
-      if (destroyed) return
-      destroyed = true
-      await stop()
-      unhook()
-      fs.rmSync(dir, { recursive: true, force: true })
-    }
+    destroy: () => tempDir.destroy(stop)
   }
 
   try {

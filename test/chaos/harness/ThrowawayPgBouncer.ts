@@ -10,7 +10,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
-import { freePort, isRoot, logTail, onExit, serverUser, waitFor } from "./process.js"
+import { exited, freePort, isRoot, ownTempDir, running, serverUser, terminate, waitUntilServing } from "./process.js"
 
 export interface ThrowawayPgBouncer {
   readonly port: number
@@ -119,48 +119,25 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<Throwaw
   for (const file of [dir, ini, path.join(dir, "userlist.txt")]) fs.chownSync(file, user.uid, user.gid)
 
   let child: ChildProcess | undefined
-  let destroyed = false
 
-  const killNow = (): void => {
-    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGKILL")
-    }
-  }
-  const unhook = onExit(() => {
-    killNow()
-    fs.rmSync(dir, { recursive: true, force: true })
+  const tempDir = ownTempDir(dir, () => {
+    if (running(child) && child.pid !== undefined) child.kill("SIGKILL")
   })
 
-  const exited = (proc: ChildProcess): Promise<void> =>
-    proc.exitCode !== null || proc.signalCode !== null
-      ? Promise.resolve()
-      : new Promise((resolve) => proc.once("exit", () => resolve()))
-
-
   const start = async (): Promise<void> => {
-    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
-      throw new Error("PgBouncer is already running")
-    }
+    if (running(child)) throw new Error("PgBouncer is already running")
     // pgbouncer refuses root; `-u` makes it switch user itself, so the pid we
     // hold is pgbouncer's own (runuser would sit in between).
     const proc = spawn(bin, [...(isRoot() ? ["-u", "postgres"] : []), ini], { stdio: "ignore" })
     child = proc
-    let failed: Error | undefined
-    proc.once("error", (error) => (failed = error))
-    proc.once("exit", (code, sig) => (failed ??= new Error(`pgbouncer exited (${code ?? sig})`)))
-    await waitFor("PgBouncer to listen", async () => {
-      if (failed !== undefined) throw new Error(`${failed.message}\nlog tail:\n${logTail(logFile, 10)}`)
-      return canConnect(port)
-    })
+    const serving = { name: "pgbouncer", what: "PgBouncer to listen", logFile, logLines: 10 }
+    await waitUntilServing(proc, serving, () => canConnect(port))
   }
 
   const stop = async (): Promise<void> => {
     const proc = child
     if (proc === undefined) return
-    proc.kill("SIGTERM")
-    const timer = setTimeout(() => proc.kill("SIGKILL"), 5000)
-    await exited(proc)
-    clearTimeout(timer)
+    await terminate(proc, 5000)
   }
 
   const admin = async (command: string): Promise<Array<Record<string, unknown>>> => {
@@ -199,13 +176,7 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<Throwaw
       await admin("RESUME")
     },
     admin,
-    destroy: async () => {
-      if (destroyed) return
-      destroyed = true
-      await stop()
-      unhook()
-      fs.rmSync(dir, { recursive: true, force: true })
-    }
+    destroy: () => tempDir.destroy(stop)
   }
 
   try {

@@ -7,7 +7,10 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
-import { childrenOf, freePort, isAlive, logTail, onExit, run, serverUser, signalTree, waitFor } from "./process.js"
+import { type HeldLock, holdLock } from "./heldLock.js"
+import { childrenOf, freePort, isAlive, lifecycle, logTail, ownTempDir, run, serverUser, signalTree, waitFor } from "./process.js"
+
+export type { HeldLock } from "./heldLock.js"
 
 export type TableLockMode =
   | "ACCESS SHARE"
@@ -21,14 +24,6 @@ export type TableLockMode =
 
 /** A table name, optionally with its schema. Quoted safely, never interpolated raw. */
 export type TableName = string | readonly [schema: string, table: string]
-
-/** A lock held by another session until released. */
-export interface HeldLock {
-  /** Rows locked (for row locks; 0 for table locks). */
-  readonly rows: number
-  /** Ends the holding transaction and closes its session. Idempotent. */
-  release(): Promise<void>
-}
 
 export interface ThrowawayPostgres {
   readonly port: number
@@ -107,7 +102,6 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
   const user = serverUser()
   fs.chownSync(dir, user.uid, user.gid)
   const port = await freePort()
-  let destroyed = false
   let paused = false
 
   const postmasterPid = (): number | undefined => {
@@ -125,10 +119,7 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
       signalTree(pid, "SIGKILL")
     }
   }
-  const unhook = onExit(() => {
-    killNow()
-    fs.rmSync(dir, { recursive: true, force: true })
-  })
+  const tempDir = ownTempDir(dir, killNow)
 
   const connect = async (database = "test"): Promise<pg.Client> => {
     const client = new pg.Client({
@@ -214,26 +205,11 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
     return Number(rows[0]?.n ?? 0)
   }
 
-  const hold = async (statement: string): Promise<HeldLock> => {
-    const client = await connect()
-    let released = false
-    try {
-      await client.query("BEGIN")
+  const hold = async (statement: string): Promise<HeldLock> =>
+    holdLock(await connect(), async (client) => {
       const result = await client.query(statement)
-      return {
-        rows: statement.startsWith("SELECT") ? result.rowCount ?? 0 : 0,
-        release: async () => {
-          if (released) return
-          released = true
-          await client.query("ROLLBACK").catch(() => {})
-          await client.end().catch(() => {})
-        }
-      }
-    } catch (error) {
-      await client.end().catch(() => {})
-      throw error
-    }
-  }
+      return statement.startsWith("SELECT") ? result.rowCount ?? 0 : 0
+    })
 
   const server: ThrowawayPostgres = {
     port,
@@ -241,12 +217,7 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
     dataDir,
     logFile,
     url: (database = "test") => `postgres://postgres@127.0.0.1:${port}/${database}`,
-    start,
-    stop,
-    restart: async () => {
-      await stop()
-      await start()
-    },
+    ...lifecycle(start, stop),
     pause: () => {
       const pid = postmasterPid()
       if (pid === undefined) throw new Error("PostgreSQL is not running")
@@ -261,17 +232,14 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
     lockTable: (table, mode) => hold(`LOCK TABLE ${quoteTable(table)} IN ${mode} MODE`),
     lockRow: (table, whereSql) => hold(`SELECT * FROM ${quoteTable(table)} WHERE ${whereSql} FOR UPDATE`),
     postmasterPid,
-    destroy: async () => {
-      if (destroyed) return
-      destroyed = true
-      if (paused) resume()
-      const pid = postmasterPid()
-      if (pid !== undefined && isAlive(pid)) {
-        await stop({ mode: "immediate" }).catch(() => killNow())
-      }
-      unhook()
-      fs.rmSync(dir, { recursive: true, force: true })
-    }
+    destroy: () =>
+      tempDir.destroy(async () => {
+        if (paused) resume()
+        const pid = postmasterPid()
+        if (pid !== undefined && isAlive(pid)) {
+          await stop({ mode: "immediate" }).catch(() => killNow())
+        }
+      })
   }
 
   try {

@@ -1,9 +1,10 @@
 /**
  * Process plumbing shared by the throwaway servers: running commands as the
  * `postgres` user when we are root, finding free ports, signalling process
- * trees through /proc, and killing leftovers when the test process exits.
+ * trees through /proc, stopping spawned servers, and killing leftovers when
+ * the test process exits.
  */
-import { execFile } from "node:child_process"
+import { type ChildProcess, execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 
@@ -177,3 +178,73 @@ export const logTail = (logFile: string, lines: number): string => {
     return "(no log)"
   }
 }
+
+/** True while a spawned process has neither exited nor died of a signal. */
+export const running = (proc: ChildProcess | undefined): proc is ChildProcess =>
+  proc !== undefined && proc.exitCode === null && proc.signalCode === null
+
+/** Resolves once `proc` has exited (at once if it already has). */
+export const exited = (proc: ChildProcess): Promise<void> =>
+  running(proc) ? new Promise((resolve) => proc.once("exit", () => resolve())) : Promise.resolve()
+
+/** SIGTERM, then SIGKILL if it is still there after `graceMs`; resolves once it has exited. */
+export const terminate = async (proc: ChildProcess, graceMs: number): Promise<void> => {
+  proc.kill("SIGTERM")
+  const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs)
+  await exited(proc)
+  clearTimeout(timer)
+}
+
+/**
+ * Owns a throwaway server's temp dir `dir`. Last resort, when the test process
+ * exits: `killNow` (synchronous) and the dir goes. `destroy(stop)` is the
+ * orderly, idempotent end: `stop` once, then the dir goes and the exit hook
+ * is dropped.
+ */
+export const ownTempDir = (dir: string, killNow: () => void): { destroy(stop: () => Promise<void>): Promise<void> } => {
+  const remove = (): void => fs.rmSync(dir, { recursive: true, force: true })
+  const unhook = onExit(() => {
+    killNow()
+    remove()
+  })
+  let destroyed = false
+  return {
+    destroy: async (stop) => {
+      if (destroyed) return
+      destroyed = true
+      await stop()
+      unhook()
+      remove()
+    }
+  }
+}
+
+/**
+ * Waits until `ready` says the just-spawned server `proc` serves. Call it right
+ * after spawning: if the process fails to start or exits first, it fails at
+ * once with the tail of the server's log.
+ */
+export const waitUntilServing = (
+  proc: ChildProcess,
+  server: { readonly name: string; readonly what: string; readonly logFile: string; readonly logLines: number },
+  ready: () => Promise<boolean>,
+  timeoutMs?: number
+): Promise<void> => {
+  let failed: Error | undefined
+  proc.once("error", (error) => (failed = error))
+  proc.once("exit", (code, sig) => (failed ??= new Error(`${server.name} exited (${code ?? sig})`)))
+  return waitFor(server.what, async () => {
+    if (failed !== undefined) throw new Error(`${failed.message}\nlog tail:\n${logTail(server.logFile, server.logLines)}`)
+    return ready()
+  }, timeoutMs)
+}
+
+/** A server handle's `start` and `stop`, with `restart` as the one, then the other. */
+export const lifecycle = <Stop extends () => Promise<void>>(start: () => Promise<void>, stop: Stop) => ({
+  start,
+  stop,
+  restart: async (): Promise<void> => {
+    await stop()
+    await start()
+  }
+})
