@@ -547,7 +547,7 @@ export const whileLeader = <A, E, R>(
  * `InvalidConfig` when the job name, the cron expression or the delivery is
  * invalid, or the store records no slots.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category combinators
  * @example
  * ```ts

@@ -230,7 +230,7 @@ export const storeFatal = Metric.gauge("leaderelection_store_fatal", {
  * `missed`). Summed over an election's processes, `completed` + `failed` +
  * `interrupted` is the number of runs.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category metrics
  * @example
  * ```ts

@@ -36,7 +36,7 @@ export type Operation =
 /**
  * The operations of {@link SlotStore}, the record of scheduled job slots.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export type SlotOperation = "claimSlot" | "completeSlot" | "lastSlot"
@@ -267,7 +267,7 @@ export interface StoreShape {
  * term that started it, and when it was started and completed on the
  * database clock.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export interface SlotRecord {
@@ -284,7 +284,7 @@ export interface SlotRecord {
 /**
  * What a claim found.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export interface SlotClaim {
@@ -304,7 +304,7 @@ export interface SlotClaim {
  * nothing. That is what keeps a deposed leader's late claim or completion
  * from counting.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export interface SlotStore {

@@ -91,7 +91,7 @@ export interface PromiseElectorOptions
 /**
  * A leader-only scheduled job for Promise callers.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  * @example
  * ```ts

@@ -274,7 +274,7 @@ export const schema = (schemaName: string, table: string): Either.Either<string,
  * tools, like {@link schema}. Name it as the store's `slotTable` option
  * does (by default, the lease table's name + `_slots`).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category schema
  * @example
  * ```ts
