@@ -12,13 +12,9 @@
  * timed-out call gives control back at once; its connection goes back to the
  * pool only once its statement answered, and is destroyed if it does not
  * answer within twice `operationTimeout` more: a connection whose server stopped
- * answering is never handed out again, and a late answer costs no reconnect.
- * A statement still running when its call gave up is cancelled with the
- * protocol's CancelRequest, fire and forget (PgBouncer forwards it to the
- * server connection), so one blocked on a lock answers at once with 57014
- * instead of keeping a backend waiting. (`@effect/sql-pg`'s `PgClient` would
- * wait up to 5 s on `pg_cancel_backend`, which a pooler cannot route, and
- * then reuse the wedged connection.)
+ * answering is never handed out again, and a late answer costs no reconnect. (`@effect/sql-pg`'s `PgClient` would
+ * wait up to 5 s on `pg_cancel_backend` and then reuse the wedged
+ * connection.)
  *
  * Four constructors, the same as the MySQL store's: from a URL
  * ({@link layerFromUrl}, a `string` or `Redacted`), from `Config`
@@ -344,11 +340,7 @@ const lostCreateRace = (error: StoreError): boolean =>
  * timed out or was interrupted stays out of the pool until its statement
  * answers, then goes back; one that does not answer within twice
  * `operationTimeout` more, or whose socket failed, is destroyed (removed from the
- * pool). Its statement, if still running, is cancelled at once with a protocol
- * CancelRequest sent with the pool client's own connection parameters (on a
- * socket of its own, closed within twice `operationTimeout`; a custom
- * `stream` option is not used for it), so a statement blocked on a lock
- * answers with 57014 and its connection goes back. So a wedged connection is never handed to the next caller, the app's
+ * pool). So a wedged connection is never handed to the next caller, the app's
  * own queries included, and an overloaded process does not reconnect for
  * every call that overran. The store uses at most the pool's `max`
  * connections at once; when all are busy, renewals and releases go first and

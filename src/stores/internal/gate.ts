@@ -22,8 +22,7 @@
  * connection stays out of the pool while its statement runs on. An answer
  * within `grace` proves the connection was only slow, and it goes back to
  * the pool (unless the driver says the answer left it unusable); no answer
- * within `grace` and it is destroyed. A driver may also ask the server to
- * end the abandoned request sooner ({@link Driver.abandon}), detached. A wedged connection is never handed out
+ * within `grace` and it is destroyed. A wedged connection is never handed out
  * again, and a busy database or event loop does not turn every call that
  * overran into a new connection.
  *
@@ -179,13 +178,6 @@ export interface Driver<C, A> {
    * unusable. An error of the gate's own means the request never answered.
    */
   readonly release: (connection: C, error: Error | undefined) => void
-  /**
-   * Called once, when the caller gives up while `connection` runs its
-   * request, to make the server end it sooner (a late answer then frees the
-   * connection). Must decide synchronously; the effect it returns runs
-   * detached, must be bounded and must not fail: nothing waits on it.
-   */
-  readonly abandon?: (connection: C) => Effect.Effect<void>
 }
 
 /**
@@ -230,8 +222,6 @@ export const use = <C, A>(
         over = true
         cancelDeadline?.()
         if (settled || ticket.cancel()) return
-        // Ends the abandoned statement sooner where the driver can (detached: nothing waits on it).
-        if (held !== undefined && driver.abandon !== undefined) Effect.runFork(driver.abandon(held))
         Effect.runFork(Effect.zipRight(
           clock.sleep(grace),
           Effect.sync(() =>

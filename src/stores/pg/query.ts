@@ -13,20 +13,12 @@
  * (`release(error)` makes pg-pool drop it and pg destroy its socket), so a
  * wedged connection is never handed out again.
  *
- * A statement still running when its caller gave up is also cancelled with
- * the protocol's CancelRequest (see {@link cancel}): one blocked on a lock
- * would otherwise keep its backend waiting after its connection was
- * destroyed (PostgreSQL does not notice a vanished client while it waits on
- * a lock), and behind PgBouncer such backends fill the server's connections
- * for every client of the pooler. Cancelled, it answers at once with
- * SQLSTATE 57014, a late answer like any other: the connection goes back.
- *
  * @internal
  */
 import type * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
 import { constVoid } from "effect/Function"
-import type { ClientConfig, Pool, PoolClient, QueryResult } from "pg"
+import type { Pool, PoolClient, QueryResult } from "pg"
 import type { Operation } from "../../Store.js"
 import * as Gate from "../internal/gate.js"
 import { Pg } from "./driver.js"
@@ -56,57 +48,6 @@ export const connections = (pool: Pool, timeout: Duration.Duration, grace: Durat
   grace
 })
 
-/** What `pg` keeps on a client beyond its typings, as {@link cancel} needs it. */
-interface Internals {
-  /** The statement on the wire, if any (pg 8.15+; `activeQuery` before, now a deprecated getter). */
-  readonly _activeQuery?: object | null
-  readonly activeQuery?: object | null
-  readonly processID: number | null
-  readonly secretKey: number | null
-  /** What the client connected with: host, port, ssl. */
-  readonly connectionParameters: ClientConfig
-}
-
-/** The part of a target client `Client#cancel` reads. */
-interface Target {
-  readonly activeQuery: object
-  readonly processID: number | null
-  readonly secretKey: number | null
-}
-
-/** What `pg` keeps on a never-connected client that sends a CancelRequest. */
-interface Canceller {
-  readonly connection: NodeJS.EventEmitter & { readonly stream: { destroy(): void } }
-  cancel(target: Target, query: object): void
-}
-
-/**
- * Asks the server to cancel the statement `client` is running, if it still
- * runs one: `pg`'s own `Client#cancel` on a fresh client opens a socket to the
- * same host and port and sends the target's process id and secret key
- * (PgBouncer forwards it to the server connection that client is linked to;
- * `pg_cancel_backend` would need a backend pid, which a pooler does not
- * give). Fire and forget: the returned effect waits at most `bound` for the
- * server to close that socket, destroys it either way, and ignores errors.
- */
-export const cancel = (client: PoolClient, bound: Duration.Duration): Effect.Effect<void> => {
-  const target = client as unknown as Internals
-  const statement = "_activeQuery" in target ? target._activeQuery : target.activeQuery
-  if (statement === null || statement === undefined) return Effect.void
-  return Effect.acquireUseRelease(
-    Effect.sync(() => new Pg.Client(target.connectionParameters) as unknown as Canceller),
-    (canceller) =>
-      Effect.async<void>((resume) => {
-        canceller.connection.on("error", constVoid)
-        // The server closes the socket once it has read the request.
-        canceller.connection.once("end", () => resume(Effect.void))
-        // A plain object, so that pg's own check does not read the deprecated getter.
-        canceller.cancel({ activeQuery: statement, processID: target.processID, secretKey: target.secretKey }, statement)
-      }),
-    (canceller) => Effect.sync(() => canceller.connection.stream.destroy())
-  ).pipe(Effect.timeout(bound), Effect.ignore)
-}
-
 /**
  * Runs `text` as one unnamed extended-protocol statement (pg only names a
  * statement when the query config carries a `name`, and this one never does),
@@ -131,6 +72,5 @@ export const query = (
     },
     // An answer, even a server-reported error, leaves the connection in sync
     // and reusable; anything else (a dead socket, no answer) means it must go.
-    release: (client, error) => client.release(error instanceof Pg.DatabaseError ? undefined : error),
-    abandon: (client) => cancel(client, grace)
+    release: (client, error) => client.release(error instanceof Pg.DatabaseError ? undefined : error)
   })
