@@ -40,7 +40,7 @@ import * as Store from "../src/Store.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as MysqlSql from "../src/stores/mysql/statements.js"
 import { quoteIdentifier } from "../src/stores/pg/config.js"
-import { ddl, statements } from "../src/stores/pg/sql.js"
+import { ddl, lockTimeoutFor, statements } from "../src/stores/pg/sql.js"
 import * as PgStore from "../src/stores/PgStore.js"
 
 const { values: args } = parseArgs({
@@ -222,7 +222,7 @@ interface RawDriver {
 const leaseMicros = String(timing.leaseDuration * 1000)
 
 const pgRaw = (pool: pg.Pool, quoted: string): RawDriver => {
-  const sql = statements(quoted)
+  const sql = statements(quoted, lockTimeoutFor(Duration.millis(timing.operationTimeout)))
   const lease = (row: Record<string, string>): RawLease => ({
     holder: row["holder"]!,
     fence: row["fence"]!,

@@ -56,7 +56,7 @@ import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js
 import { Pg } from "./pg/driver.js"
 import { connections, type Param, query, type Row } from "./pg/query.js"
 import * as Slots from "./pg/slots.js"
-import { candidatesDdl, candidateStatements, ddl, statements } from "./pg/sql.js"
+import { candidatesDdl, candidateStatements, ddl, lockTimeoutFor, statements } from "./pg/sql.js"
 
 export {
   /**
@@ -345,8 +345,11 @@ const lostCreateRace = (error: StoreError): boolean =>
  * every call that overran. The store uses at most the pool's `max`
  * connections at once; when all are busy, renewals and releases go first and
  * polls beyond `max` waiting ones are refused with a retryable
- * {@link Saturated} error instead of queued. Statements
- * are unnamed and every column comes back as text, so the pool's type
+ * {@link Saturated} error instead of queued. A write waits for a row lock at
+ * most a quarter of `operationTimeout` per wait (`lock_timeout`, set for the
+ * statement's own transaction only), so a row that another transaction holds
+ * fails the call with a retryable 55P03 and leaves no backend waiting on it.
+ * Statements are unnamed and every column comes back as text, so the pool's type
  * parsers do not matter.
  *
  * Instants: PostgreSQL keeps microseconds, a `Date` milliseconds. The
@@ -386,7 +389,9 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
       "candidatesTable"
     )
     const timeout = yield* SqlStore.operationTimeout(options)
-    const sql = statements(table)
+    // A write waits for a row lock at most half the call's time, so that the
+    // server answers (55P03) before the store gives up on the call.
+    const sql = statements(table, lockTimeoutFor(timeout))
     const candidateSql = candidateStatements(candidates)
     // A call let in just before its deadline is abandoned at once: its late
     // answer needs about a round trip, hence twice the timeout of grace.

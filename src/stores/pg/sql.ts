@@ -13,6 +13,7 @@
  *
  * @internal
  */
+import * as Duration from "effect/Duration"
 
 /** `now()` rounded up to the millisecond. */
 export const nowCeil = "date_trunc('milliseconds', now() + interval '999 microseconds')"
@@ -36,6 +37,10 @@ const columns = [
 const expiry = (ttlParam: string): string => `${nowCeil} + ${ttlParam}::int8 * interval '1 microsecond'`
 
 const expired = "l.expires_at <= now()"
+
+/** A one-row FROM item that bounds the statement's lock waits; evaluated before the row is written. */
+const bounded = (lockTimeout: number): string =>
+  `(SELECT set_config('lock_timeout', '${lockTimeout}ms', true)) AS bounded`
 const wins = `(${expired} OR l.holder = excluded.holder)`
 
 /** The statements of one table. Parameters: see each field. */
@@ -72,7 +77,28 @@ const candidateColumns = (alias: string) =>
   `floor(extract(epoch from ${alias}.expires_at - now()) * 1000)::int8::text AS ttl`
 
 /**
- * `table` is an already quoted, possibly schema-qualified name.
+ * The lock wait bound of a store whose calls time out after
+ * `operationTimeout`, in whole milliseconds: a quarter of it. A write on a
+ * held row waits at most twice (for its turn in the row's queue, then for the
+ * holder), so the server answers within half the call's time.
+ */
+export const lockTimeoutFor = (operationTimeout: Duration.Duration): number =>
+  Math.max(1, Math.floor(Duration.toMillis(operationTimeout) / 4))
+
+/**
+ * `table` is an already quoted, possibly schema-qualified name; `lockTimeout`
+ * a whole number of milliseconds, at least 1.
+ *
+ * No write waits for a row lock longer than `lockTimeout`: each sets
+ * `lock_timeout` for its own implicit transaction (`set_config(..., true)`,
+ * gone when the statement ends, so nothing outlives it on a pooled
+ * connection) before it touches the row. A row that another transaction
+ * holds (a broken neighbour election, an operator's open transaction) then
+ * fails the call with 55P03 (retryable) before the store gives up on it,
+ * instead of leaving a server backend waiting on the lock after every
+ * timed-out call: through PgBouncer such waits filled every server connection
+ * and starved the healthy elections sharing the table. Writes racing in a
+ * healthy election hold the row for one statement and wait as before.
  *
  * acquire always takes the DO UPDATE branch and decides with CASE rather than
  * with `DO UPDATE ... WHERE`: a losing upsert returns no row, and a fallback
@@ -81,9 +107,9 @@ const candidateColumns = (alias: string) =>
  * back unchanged instead returns the winner's latest version in every case
  * (the update is HOT thanks to fillfactor 70).
  */
-export const statements = (table: string): Statements => ({
+export const statements = (table: string, lockTimeout: number): Statements => ({
   acquire: `INSERT INTO ${table} AS l (name, holder, fence, acquired_at, renewed_at, expires_at, payload)
-VALUES ($1, $2, 1, ${nowCeil}, ${nowCeil}, ${expiry("$3")}, $4::bytea)
+SELECT $1, $2, 1, ${nowCeil}, ${nowCeil}, ${expiry("$3")}, $4::bytea FROM ${bounded(lockTimeout)}
 ON CONFLICT (name) DO UPDATE SET
   holder = CASE WHEN ${expired} THEN excluded.holder ELSE l.holder END,
   fence = CASE WHEN ${expired} THEN l.fence + 1 ELSE l.fence END,
@@ -94,10 +120,12 @@ ON CONFLICT (name) DO UPDATE SET
 RETURNING ${columns}`,
   renew: `UPDATE ${table}
 SET renewed_at = ${nowCeil}, expires_at = ${expiry("$4")}, payload = $5::bytea
+FROM ${bounded(lockTimeout)}
 WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()
 RETURNING ${columns}`,
   release: `UPDATE ${table}
 SET expires_at = now(), renewed_at = now()
+FROM ${bounded(lockTimeout)}
 WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()`,
   inspect: `SELECT ${columns} FROM ${table} WHERE name = $1`,
   list: `SELECT ${columns} FROM ${table} ORDER BY name`
