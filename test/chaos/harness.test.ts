@@ -236,6 +236,37 @@ describe("FaultProxy", () => {
     expect((await after.query("select 1 as n")).rows).toEqual([{ n: 1 }])
   })
 
+  it("a connection reset while its FIN is on the way out still closes (node refuses that reset and would keep the socket open forever)", async () => {
+    const sockets = (): number => process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap").length
+    const before = sockets()
+    const accepted = new Set<net.Socket>()
+    const target = net.createServer((socket) => {
+      accepted.add(socket)
+      socket.on("error", () => {})
+      socket.resume()
+    })
+    await new Promise<void>((resolve) => target.listen({ host: "127.0.0.1", port: 0 }, resolve))
+    const address = target.address()
+    const p = await startProxy({ targetPort: address !== null && typeof address !== "string" ? address.port : 0 })
+    const c = net.connect({ host: "127.0.0.1", port: p.port, allowHalfOpen: true })
+    c.on("error", () => {})
+    c.resume()
+    await waitFor("the connection to reach the target", () => accepted.size === 1)
+    // The client's FIN waits in the blackhole; healing sends it on, ending
+    // the proxy's socket to the target, and the partition resets that
+    // socket in the same tick, with its shutdown still pending.
+    p.setMode(Mode.blackhole)
+    c.end()
+    await sleep(200)
+    p.setMode(Mode.pass)
+    p.setMode(Mode.partition)
+    await p.close()
+    c.destroy()
+    for (const socket of accepted) socket.destroy()
+    await new Promise((resolve) => target.close(resolve))
+    await waitFor("every socket of the test to close", () => sockets() === before, 3000)
+  })
+
   it("close frees the port", async () => {
     const p = await fresh()
     const c = await connected(p.port)

@@ -35,8 +35,6 @@ export interface Backend {
   lockElection(name: string): Promise<() => Promise<void>>
   /** Client connections the database sees, the runner's own excluded (server connections, behind PgBouncer). */
   connections(): Promise<number>
-  /** Ends every proxy; the servers go with destroy. */
-  closeProxies(): Promise<void>
   destroy(): Promise<void>
 }
 
@@ -61,8 +59,13 @@ export const startBackend = async (name: PathName, options: BackendOptions = {})
   let maria: ThrowawayMariaDB | undefined
   let bouncer: ThrowawayPgBouncer | undefined
   const proxies = new Map<string, FaultProxy>()
+  // Every proxy asked for, started or starting: two runs side by side (the
+  // mutation check) may ask for one slot at the same moment, and must not
+  // each start one, one of them then never closed.
+  const starting = new Map<string, Promise<FaultProxy>>()
   const destroy = async (): Promise<void> => {
-    await Promise.all([...proxies.values()].map((p) => p.close()))
+    await Promise.all([...starting.values()].map((p) => p.then((proxy) => proxy.close(), () => undefined)))
+    starting.clear()
     proxies.clear()
     await bouncer?.destroy()
     await pg?.destroy()
@@ -81,11 +84,20 @@ export const startBackend = async (name: PathName, options: BackendOptions = {})
     throw error
   }
   const targetPort = bouncer?.port ?? pg?.port ?? (maria as ThrowawayMariaDB).port
-  const proxy = async (slot: string): Promise<FaultProxy> => {
-    const found = proxies.get(slot)
+  const proxy = (slot: string): Promise<FaultProxy> => {
+    const found = starting.get(slot)
     if (found !== undefined) return found
-    const started = await startProxy({ targetPort })
-    proxies.set(slot, started)
+    const started = startProxy({ targetPort }).then(
+      (p) => {
+        proxies.set(slot, p)
+        return p
+      },
+      (error: unknown) => {
+        starting.delete(slot)
+        throw error
+      }
+    )
+    starting.set(slot, started)
     return started
   }
   const db = {
@@ -129,10 +141,32 @@ export const startBackend = async (name: PathName, options: BackendOptions = {})
       )
       return Number(rows[0]?.n ?? 0)
     },
-    closeProxies: async () => {
-      await Promise.all([...proxies.values()].map((p) => p.close()))
-      proxies.clear()
-    },
     destroy
+  }
+}
+
+/**
+ * The backend as one run sees it: its slots get proxies of their own (named
+ * `run/slot` on the backend), and `setAll` reaches only those, so runs side
+ * by side on one backend (the mutation check) neither break nor heal each
+ * other's paths.
+ */
+export const ownSlots = (backend: Backend, run: string): Backend => {
+  const mine = new Map<string, FaultProxy>()
+  const proxy = async (slot: string): Promise<FaultProxy> => {
+    const found = await backend.proxy(`${run}/${slot}`)
+    mine.set(slot, found)
+    return found
+  }
+  return {
+    ...backend,
+    proxy,
+    url: async (slot) => {
+      await proxy(slot)
+      return backend.url(`${run}/${slot}`)
+    },
+    setAll: (mode) => {
+      for (const p of mine.values()) p.setMode(mode)
+    }
   }
 }

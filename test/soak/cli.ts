@@ -8,12 +8,14 @@
  * take at most a minute of it. SOAK_SEED (default 1) replays a run.
  * SOAK_JSON=file writes the results as JSON; SOAK_KEEP_LOGS=1 keeps the
  * participants' logs (they are kept anyway when a check fails). Exits 1 on
- * any violation or failed check.
+ * any violation or failed check, and when something it started is still open
+ * 10 s after the report (see exit.ts).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type PathName, pathNames, startBackend } from "./backend.js"
+import { exitWhenClosed } from "./exit.js"
 import { problems, table } from "./report.js"
 import { type Result, runScenario, scenarios } from "./scenarios.js"
 
@@ -79,13 +81,9 @@ const found = problems(results)
 if (found.length > 0) {
   console.error(`\n${found.length} problem(s); participants' logs kept in ${logDir}`)
   for (const line of found) console.error(`  - ${line}`)
-  process.exit(1)
+} else if (process.env["SOAK_KEEP_LOGS"] === "1") {
+  console.log(`logs in ${logDir}`)
+} else {
+  fs.rmSync(logDir, { recursive: true, force: true })
 }
-if (process.env["SOAK_KEEP_LOGS"] === "1") console.log(`logs in ${logDir}`)
-else fs.rmSync(logDir, { recursive: true, force: true })
-// Ends here rather than when the event loop drains: after a 30-minute run,
-// Node 20 once spun at 94% CPU forever in its teardown
-// (node::Environment::CleanupHandles, seen with perf) over a TCP handle it
-// never closed (uv_close never called on it, seen with gdb), after the
-// report and with nothing of ours left to do: nodejs/node#47748.
-process.exit(0)
+await exitWhenClosed(found.length > 0 ? 1 : 0)

@@ -2,7 +2,8 @@
  * The mutation check: proves the soak oracle can fail. Each mutant is a copy
  * of the built library (dist/) with one safety mechanism removed; the soak
  * runs a scenario that needs that mechanism against the copy, and the oracle
- * must report violations. Exits 1 if any mutant goes unnoticed.
+ * must report violations. Exits 1 if any mutant goes unnoticed, or if
+ * something it started is still open 10 s after its report (see exit.ts).
  *
  *   tsx test/soak/mutation.ts [--paths pg]        (after npm run build)
  */
@@ -11,6 +12,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { type PathName, startBackend } from "./backend.js"
+import { exitWhenClosed } from "./exit.js"
 import { runScenario, scenarios } from "./scenarios.js"
 
 interface Mutant {
@@ -98,4 +100,4 @@ try {
 } finally {
   fs.rmSync(work, { recursive: true, force: true })
 }
-process.exit(unnoticed === 0 ? 0 : 1)
+await exitWhenClosed(unnoticed === 0 ? 0 : 1)

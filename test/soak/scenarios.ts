@@ -8,7 +8,7 @@ import * as path from "node:path"
 import { Mode } from "../chaos/harness/FaultProxy.js"
 import { sleep } from "../chaos/harness/process.js"
 import { prng } from "../chaos/soak.js"
-import { type Backend, type PathName, table } from "./backend.js"
+import { type Backend, ownSlots, type PathName, table } from "./backend.js"
 import { Fleet, nowUs } from "./fleet.js"
 import { type Analysis, nextLeadingAt, slope, type Violation } from "./oracle.js"
 
@@ -169,8 +169,9 @@ export interface RunOptions {
 
 let runs = 0
 
-export const runScenario = async (backend: Backend, scenario: Scenario, options: RunOptions): Promise<Result> => {
+export const runScenario = async (shared: Backend, scenario: Scenario, options: RunOptions): Promise<Result> => {
   const name = `soak-${scenario.name}-${process.pid}-${++runs}`
+  const backend = ownSlots(shared, String(runs))
   const logDir = path.join(options.logDir, `${scenario.name}-${backend.path}-${runs}`)
   const fleet = new Fleet({
     dir: logDir,

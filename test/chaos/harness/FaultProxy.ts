@@ -107,8 +107,19 @@ const highWaterMark = 1 << 20
 // trickles through instead of arriving in one late burst.
 const bandwidthSlice = (bytesPerSecond: number): number => Math.max(1, Math.floor(bytesPerSecond / 20))
 
+/**
+ * RSTs `socket`, or just destroys it while the FIN of an `end()` is still on
+ * its way out: node (20, libuv 1.46) refuses a reset then (EINVAL, as an
+ * 'error' event), marks the handle closing anyway and never closes it. No
+ * 'close' follows, the fd stays open, and once nothing else is left node
+ * spins at 100% CPU in its exit clean-up, waiting for that handle.
+ */
 const reset = (socket: net.Socket): void => {
   if (socket.destroyed) return
+  if (socket.writableEnded && !socket.writableFinished) {
+    socket.destroy()
+    return
+  }
   try {
     socket.resetAndDestroy()
   } catch {
