@@ -29,6 +29,7 @@ import * as Store from "../Store.js"
 import { type Candidate, type Operation, StoreError } from "../Store.js"
 import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
+import * as Deadlines from "./deadlines.js"
 import * as Instrumentation from "./instrumentation.js"
 import { jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
 
@@ -59,16 +60,6 @@ interface State {
   /** Local wall-clock milliseconds. */
   readonly observedAt: Option.Option<number>
   readonly lastError: Option.Option<LastError>
-}
-
-/** A store call waiting for its answer. */
-interface InFlight {
-  /** Local monotonic nanoseconds at which it gives up. */
-  readonly deadline: bigint
-  /** Answered, timed out or interrupted: whichever came first settled it. */
-  settled: boolean
-  /** Times it out, unless settled. */
-  readonly expire: () => void
 }
 
 /** Why a term ended, other than shutdown. */
@@ -257,25 +248,7 @@ export const make = (
       }
     }
 
-    // The store calls waiting for an answer, in the order they were made,
-    // which is the order of their deadlines: each is operationTimeout after
-    // the call was made, on the monotonic clock. One daemon fiber times them
-    // all out, so that a call needs no timer of its own: it sleeps until the
-    // deadline of the oldest call still waiting, and passes over the calls
-    // answered already. It stops when the elector's scope closes, after
-    // `run` has (finalizers run in reverse order), so it bounds the calls of
-    // the last step-down too.
-    const waiting = yield* Queue.unbounded<InFlight>()
     const timeout = Duration.unsafeToNanos(config.operationTimeout)
-    const timer = yield* Effect.gen(function*() {
-      while (true) {
-        const call = yield* Queue.take(waiting)
-        const wait = call.deadline - clock.unsafeCurrentTimeNanos()
-        if (!call.settled && wait > 0n) yield* clock.sleep(Duration.nanos(wait))
-        call.expire()
-      }
-    }).pipe(Effect.interruptible, Effect.forkDaemon)
-    yield* Effect.addFinalizer(() => Fiber.interruptFork(timer))
 
     // Every store call gives control back at operationTimeout, whatever the
     // store does with the interruption: the attempt runs in a fiber of its
@@ -298,33 +271,17 @@ export const make = (
     ): Effect.Effect<A, E | StoreError> =>
       Effect.flatMap(Effect.runtime<never>(), (runtime) =>
         Effect.async<A, E | StoreError>((resume) => {
+          const deadline = clock.unsafeCurrentTimeNanos() + timeout
+          let settled = false
+          let cancelDeadline: (() => void) | undefined
           // Interrupts the attempt unless it has ended: the store's answer settled the call.
           const settle = (outcome: Exit.Exit<A, E | StoreError>, ended: boolean) => {
-            if (inFlight.settled) return
-            inFlight.settled = true
+            if (settled) return
+            settled = true
+            cancelDeadline?.()
             if (!ended) attempt.unsafeInterruptAsFork(FiberId.none)
             resume(outcome)
           }
-          const inFlight: InFlight = {
-            deadline: clock.unsafeCurrentTimeNanos() + timeout,
-            settled: false,
-            // The error is built only for a call that times out: an Error captures a stack.
-            expire: () => {
-              if (inFlight.settled) return
-              settle(
-                Exit.fail(
-                  new StoreError({
-                    operation,
-                    retryable: true,
-                    reason: `no answer within ${formatDuration(config.operationTimeout)}`,
-                    cause: undefined
-                  })
-                ),
-                false
-              )
-            }
-          }
-          waiting.unsafeOffer(inFlight)
           // Interruptible even when the caller is not (the release at step-down).
           const attempt = Runtime.runFork(runtime)(Effect.interruptible(effect))
           attempt.addObserver((exit) =>
@@ -336,6 +293,21 @@ export const make = (
               true
             )
           )
+          // Answered already, on this stack: no deadline to keep.
+          if (settled) return
+          // The error is built only for a call that times out: an Error captures a stack.
+          cancelDeadline = Deadlines.schedule(clock, deadline, () =>
+            settle(
+              Exit.fail(
+                new StoreError({
+                  operation,
+                  retryable: true,
+                  reason: `no answer within ${formatDuration(config.operationTimeout)}`,
+                  cause: undefined
+                })
+              ),
+              false
+            ))
           return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
         })
       ).pipe(
