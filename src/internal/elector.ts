@@ -160,42 +160,57 @@ export const make = (
       Effect.suspend(f).pipe(Effect.catchAllCause((cause) => reported(callback, cause)), Effect.asVoid)
 
     // Advisory callbacks run in order on a fiber of their own, never on the
-    // path that claims, renews or releases the lease. The queue is unbounded
-    // so that shutdown's marker always fits; `advise` bounds it.
-    const advisory = yield* Queue.unbounded<Effect.Effect<void>>()
-    const adviser = yield* Effect.forever(Effect.flatten(Queue.take(advisory))).pipe(
-      annotate,
-      Effect.withClock(clock),
-      Effect.forkDaemon
-    )
+    // path that claims, renews or releases the lease. The fiber is started
+    // for a callback when none runs, and ends once none is left: an elector
+    // whose callbacks are not due holds no fiber for them. `advise` bounds
+    // the queue.
+    const advisory: Array<Effect.Effect<void>> = []
+    let adviser: Fiber.RuntimeFiber<void> | undefined
+    const advising = (): Fiber.RuntimeFiber<void> | undefined =>
+      adviser !== undefined && adviser.unsafePoll() === null ? adviser : undefined
+    const drain: Effect.Effect<void> = Effect.gen(function*() {
+      let next = advisory.shift()
+      while (next !== undefined) {
+        yield* next
+        next = advisory.shift()
+      }
+    }).pipe(annotate, Effect.withClock(clock))
     const advise = (callback: Metrics.Callback, f: () => Effect.Effect<unknown>) =>
-      Effect.flatMap(Queue.size(advisory), (waiting) =>
-        waiting >= adviceLimit
-          ? Effect.zipRight(
+      Effect.suspend(() => {
+        if (advisory.length >= adviceLimit) {
+          return Effect.zipRight(
             Effect.logWarning(`${callback} dropped: ${adviceLimit} advisory callbacks are already waiting`),
             instrumentation.callbackDropped
           )
-          : Queue.offer(advisory, contain(callback, f)))
-    // At shutdown, after `run` has stopped (finalizers run in reverse order):
-    // the callbacks already queued get at most operationTimeout.
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
-        const drained = yield* Deferred.make<boolean>()
-        yield* Queue.offer(advisory, Deferred.succeed(drained, true))
-        const timer = yield* clock.sleep(config.operationTimeout).pipe(
-          Effect.zipRight(Deferred.succeed(drained, false)),
-          Effect.interruptible,
-          Effect.forkDaemon
-        )
-        if (!(yield* Deferred.await(drained))) {
-          yield* Effect.logWarning(
-            `advisory callbacks still running at shutdown after operationTimeout (${
-              formatDuration(config.operationTimeout)
-            }): interrupted`
-          ).pipe(annotate)
         }
-        yield* Fiber.interruptFork(timer)
-        yield* Fiber.interruptFork(adviser)
+        advisory.push(contain(callback, f))
+        if (advising() !== undefined) return Effect.void
+        return Effect.asVoid(Effect.tap(Effect.forkDaemon(drain), (fiber) => {
+          adviser = fiber
+        }))
+      })
+    // At shutdown, after `run` has stopped (finalizers run in reverse order):
+    // the callbacks still queued get at most operationTimeout.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        const running = advising()
+        if (running === undefined) return Effect.void
+        // Interruptible, so that the race does not wait for its loser.
+        return Effect.raceFirst(
+          Effect.interruptible(Effect.as(Fiber.await(running), true)),
+          Effect.interruptible(Effect.as(clock.sleep(config.operationTimeout), false))
+        ).pipe(
+          Effect.flatMap((drained) =>
+            drained ? Effect.void : Effect.zipRight(
+              Effect.logWarning(
+                `advisory callbacks still running at shutdown after operationTimeout (${
+                  formatDuration(config.operationTimeout)
+                }): interrupted`
+              ).pipe(annotate),
+              Fiber.interruptFork(running)
+            )
+          )
+        )
       })
     )
 
