@@ -13,6 +13,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
+import type * as Scheduler from "effect/Scheduler"
 
 interface Entry {
   /** Nanoseconds on the timer's clock. */
@@ -94,12 +95,12 @@ const run = (clock: Clock.Clock, timer: Timer): Effect.Effect<void> =>
     timer.fiber = undefined
   })
 
-const start = (clock: Clock.Clock, timer: Timer): void => {
+const start = (clock: Clock.Clock, scheduler: Scheduler.Scheduler, timer: Timer): void => {
   // Until it sleeps, the new fiber has yet to read the earliest deadline. It
   // starts on the scheduler, not on this stack: `expire` never runs inside
   // `schedule`.
   timer.wakeAt = 0n
-  timer.fiber = Effect.runFork(run(clock, timer), { immediate: false })
+  timer.fiber = Effect.runFork(run(clock, timer), { scheduler, immediate: false })
 }
 
 const stop = (timer: Timer): void => {
@@ -110,10 +111,17 @@ const stop = (timer: Timer): void => {
 /**
  * Calls `expire` once `clock` reaches `at` (nanoseconds), unless the function
  * returned is called first; that function does nothing after `expire` ran.
+ * The timer's fiber runs on the caller's `scheduler` (a simulation's virtual
+ * one goes with its virtual clock).
  *
  * @internal
  */
-export const schedule = (clock: Clock.Clock, at: bigint, expire: () => void): () => void => {
+export const schedule = (
+  clock: Clock.Clock,
+  scheduler: Scheduler.Scheduler,
+  at: bigint,
+  expire: () => void
+): () => void => {
   let timer = timers.get(clock)
   if (timer === undefined) {
     timer = { heap: [], open: 0, fiber: undefined, wakeAt: 0n }
@@ -122,11 +130,11 @@ export const schedule = (clock: Clock.Clock, at: bigint, expire: () => void): ()
   const entry: Entry = { at, expire }
   push(timer.heap, entry)
   timer.open += 1
-  if (timer.fiber === undefined) start(clock, timer)
+  if (timer.fiber === undefined) start(clock, scheduler, timer)
   else if (at < timer.wakeAt) {
     // Earlier than the instant the fiber sleeps until: a fresh one takes over.
     stop(timer)
-    start(clock, timer)
+    start(clock, scheduler, timer)
   }
   const kept = timer
   return () => {

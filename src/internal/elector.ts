@@ -6,6 +6,8 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
@@ -31,7 +33,8 @@ import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Deadlines from "./deadlines.js"
 import * as Instrumentation from "./instrumentation.js"
-import { jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
+import { stackless } from "./stackless.js"
+import { backoff, jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
 
 interface Term {
   readonly fence: bigint
@@ -286,6 +289,7 @@ export const make = (
     ): Effect.Effect<A, E | StoreError> =>
       Effect.flatMap(Effect.runtime<never>(), (runtime) =>
         Effect.async<A, E | StoreError>((resume) => {
+          const scheduler = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentScheduler)
           const deadline = clock.unsafeCurrentTimeNanos() + timeout
           let settled = false
           let cancelDeadline: (() => void) | undefined
@@ -310,17 +314,17 @@ export const make = (
           )
           // Answered already, on this stack: no deadline to keep.
           if (settled) return
-          // The error is built only for a call that times out: an Error captures a stack.
-          cancelDeadline = Deadlines.schedule(clock, deadline, () =>
+          // The error is built only for a call that times out.
+          cancelDeadline = Deadlines.schedule(clock, scheduler, deadline, () =>
             settle(
-              Exit.fail(
+              Exit.fail(stackless(() =>
                 new StoreError({
                   operation,
                   retryable: true,
                   reason: `no answer within ${formatDuration(config.operationTimeout)}`,
                   cause: undefined
                 })
-              ),
+              )),
               false
             ))
           return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
@@ -428,9 +432,12 @@ export const make = (
     // it can first be claimed if that comes first: a crashed leader's lease
     // is taken over one round trip after it expires, not at the next poll.
     // The database decides who wins a claim; this only picks when to ask.
+    // After polls or claims that failed in a row the wait grows (see
+    // `backoff`), so that an overloaded store gets fewer polls; the first
+    // answer resets it.
     const pause = (seen?: { readonly lease: Lease.Lease; readonly replyAt: bigint }): Effect.Effect<Step> =>
       Effect.gen(function*() {
-        const poll = jittered(config.retryPeriod, yield* Random.next)
+        const poll = backoff(config.retryPeriod, stepFailures, leaseDuration, yield* Random.next)
         const next = seen === undefined || Lease.isExpired(seen.lease)
           ? { claim: false, wait: poll }
           : nextStep(poll, Lease.ttl(seen.lease), Duration.nanos((yield* nowNanos) - seen.replyAt))
@@ -466,6 +473,10 @@ export const make = (
     let heldOffUntil = 0n
     // Whether the last poll saw a live candidate this participant prefers to itself.
     let outranked = false
+    // Polls and claims that failed in a row with retryable errors (shed,
+    // timed out: the store is overloaded or unreachable), since the last
+    // answer. A fatal error needs an operator, not fewer polls.
+    let stepFailures = 0
 
     const startTerm = (fence: bigint, deadline: bigint) =>
       Effect.gen(function*() {
@@ -631,9 +642,11 @@ export const make = (
       const result = yield* Effect.either(call("acquire", store.acquire(name, identity, leaseDuration, payload)))
       const replyAt = yield* nowNanos
       if (Either.isLeft(result)) {
+        stepFailures = result.left.retryable ? stepFailures + 1 : 0
         yield* failed(result.left)
         return yield* pause()
       }
+      stepFailures = 0
       const lease = result.right
       yield* observe(lease)
       if (!Lease.isHeldBy(lease, identity)) return yield* pause({ lease, replyAt })
@@ -665,9 +678,11 @@ export const make = (
       const seen = yield* Effect.either(call("inspect", store.inspect(name)))
       const replyAt = yield* nowNanos
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
+        stepFailures = seen.left.retryable ? stepFailures + 1 : 0
         yield* failed(seen.left)
         return yield* pause()
       }
+      stepFailures = 0
       const lease = Either.getOrUndefined(seen)
       yield* observe(lease)
       if (lease !== undefined && Lease.isHeldBy(lease, identity)) {

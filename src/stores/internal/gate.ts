@@ -32,6 +32,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Deadlines from "../../internal/deadlines.js"
+import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
 import { OperationTimeout } from "./sqlStore.js"
 
@@ -99,7 +100,7 @@ export const make = (capacity: number): Gate => {
         return admittedAtOnce
       }
       const queue = urgent(operation) ? leaders : others
-      if (operation === "inspect" && others.length >= capacity) return new Saturated({ operation, capacity })
+      if (operation === "inspect" && others.length >= capacity) return stackless(() => new Saturated({ operation, capacity }))
       // A fresh function per call: its identity is what `cancel` looks for.
       const waiter = () => admitted()
       queue.push(waiter)
@@ -144,7 +145,8 @@ export const use = <C, A>(
   driver: Driver<C, A>
 ): Effect.Effect<A, Error> =>
   Effect.clockWith((clock) =>
-    Effect.async<A, Error>((resume) => {
+    Effect.withFiberRuntime<A, Error>((fiber) => Effect.async<A, Error>((resume) => {
+      const scheduler = fiber.currentScheduler
       // The caller has its answer, or stopped waiting (interrupted, timed out).
       let over = false
       // The slot is free again and the connection, if any, back or destroyed.
@@ -173,6 +175,7 @@ export const use = <C, A>(
         if (settled || ticket.cancel()) return
         cancelGrace = Deadlines.schedule(
           clock,
+          scheduler,
           clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(grace),
           () => settle(new Error(`no answer ${Duration.format(grace)} after the call gave up; connection destroyed`))
         )
@@ -199,10 +202,10 @@ export const use = <C, A>(
       const ticket: Ticket = entered
       // Answered already, synchronously: no deadline to keep.
       if (over) return
-      cancelDeadline = Deadlines.schedule(clock, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(timeout), () => {
+      cancelDeadline = Deadlines.schedule(clock, scheduler, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(timeout), () => {
         abandon()
-        resume(Effect.fail(new OperationTimeout({ timeout })))
+        resume(Effect.fail(stackless(() => new OperationTimeout({ timeout }))))
       })
       return Effect.sync(abandon)
-    })
+    }))
   )
