@@ -66,4 +66,18 @@ describe("Deadlines.schedule", () => {
       yield* TestClock.adjust(Duration.millis(100))
       expect(fired).toEqual(["due", "outer", "inner"])
     }))
+
+  it.effect("an expiry that throws does not stop the deadlines set after it", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+      const fired: Array<string> = []
+      Deadlines.schedule(clock, scheduler, at(clock, 100), () => {
+        throw new Error("boom")
+      })
+      yield* TestClock.adjust(Duration.millis(100))
+      Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("after"))
+      yield* TestClock.adjust(Duration.millis(100))
+      expect(fired).toEqual(["after"])
+    }))
 })

@@ -130,7 +130,8 @@ export const schedule = (
   const entry: Entry = { at, expire }
   push(timer.heap, entry)
   timer.open += 1
-  if (timer.fiber === undefined) start(clock, scheduler, timer)
+  // None running, or it died (an `expire` that threw): a fresh one takes over.
+  if (timer.fiber === undefined || timer.fiber.unsafePoll() !== null) start(clock, scheduler, timer)
   else if (at < timer.wakeAt) {
     // Earlier than the instant the fiber sleeps until: a fresh one takes over.
     stop(timer)
