@@ -86,7 +86,13 @@ export interface ElectorConfig {
   readonly leaseDuration?: Duration.DurationInput | undefined
   /** How often the leader extends its lease: never less often; jittered earlier, so that leaders elected together spread out. */
   readonly renewInterval?: Duration.DurationInput | undefined
-  /** How often a follower polls; each delay is drawn from [period/2, period). A lease it saw is claimed the instant it expires. */
+  /**
+   * How often a follower polls; each delay is drawn from [period/2, period). A
+   * lease it saw is claimed the instant it expires. After polls or claims
+   * that failed in a row with retryable errors (an overloaded store sheds or
+   * times them out) the period doubles with each, up to 4 times or
+   * leaseDuration, whichever is less; the first answer restores it.
+   */
   readonly retryPeriod?: Duration.DurationInput | undefined
   /** Bounds every store call. */
   readonly operationTimeout?: Duration.DurationInput | undefined

@@ -20,6 +20,7 @@
  * @since 0.1.0
  */
 import * as Metric from "effect/Metric"
+import { renewLatencyHistogram } from "./internal/metricSeries.js"
 
 /**
  * 1 while this participant leads, 0 otherwise. Summed over an election's
@@ -74,9 +75,9 @@ export const terms = Metric.counter("leaderelection_terms_total", {
  * ```
  */
 export const renewLatency = Metric.timerWithBoundaries(
-  "leaderelection_renew_latency",
-  [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000],
-  "Round trip of successful lease renewals"
+  renewLatencyHistogram.name,
+  renewLatencyHistogram.boundaries,
+  renewLatencyHistogram.description
 )
 
 /**

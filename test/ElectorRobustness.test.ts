@@ -293,6 +293,49 @@ describe("Elector robustness", () => {
       }
     }))
 
+  it.scoped("a follower whose polls fail backs off (doubling, up to 4 x retryPeriod or the lease), and polls at its period again after an answer", () =>
+    Effect.gen(function*() {
+      const db = yield* world
+      const name = election()
+      // A rival holds the lease, so the follower only polls.
+      yield* db.acquire(name, "rival", Duration.hours(1), null)
+      let failing = true
+      const polls: Array<number> = []
+      const store: Store.StoreShape = {
+        ...db,
+        inspect: (name) =>
+          Effect.zipRight(
+            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => polls.push(now))),
+            failing
+              ? Effect.fail(new Store.StoreError({ operation: "inspect", retryable: true, reason: "shed", cause: undefined }))
+              : db.inspect(name)
+          )
+      }
+      yield* join(store, {
+        name,
+        identity: "follower",
+        retryPeriod: "1 second",
+        leaseDuration: "15 seconds",
+        renewInterval: "5 seconds"
+      })
+      yield* seconds(60)
+      const gaps = polls.slice(1).map((at, i) => at - polls[i]!)
+      // Jittered over [period/2, period): a 2 s period, then 4 s from there on.
+      expect(gaps[0]).toBeGreaterThanOrEqual(1000)
+      expect(gaps[0]).toBeLessThan(2000)
+      expect(gaps.length).toBeGreaterThan(10)
+      for (const gap of gaps.slice(1)) {
+        expect(gap).toBeGreaterThanOrEqual(2000)
+        expect(gap).toBeLessThan(4000)
+      }
+      failing = false
+      yield* seconds(8)
+      const answered = polls.length
+      yield* seconds(10)
+      // Back at the plain period, [0.5, 1) s.
+      expect(polls.length - answered).toBeGreaterThanOrEqual(10)
+    }))
+
   it.scoped("a fatal error is logged at ERROR once, then at most once a minute, and its end once; a gauge follows it", () =>
     Effect.gen(function*() {
       const name = election()

@@ -111,7 +111,8 @@ describe("Health.check", () => {
       expect([silent.state, silent.httpStatus]).toEqual(["unhealthy", 503])
       expect(silent.reason).toBe("no successful store call for 31s (maxSilence 30s)")
       store.set(Faulty.pass)
-      yield* TestClock.adjust(Duration.seconds(3))
+      // After a run of failed polls the follower polls every 4 x retryPeriod at most.
+      yield* TestClock.adjust(Duration.seconds(12))
       const back = yield* health.check
       expect([back.state, back.httpStatus, back.reason]).toEqual(["leader", 200, null])
     }))

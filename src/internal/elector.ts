@@ -6,6 +6,8 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
@@ -29,8 +31,10 @@ import * as Store from "../Store.js"
 import { type Candidate, type Operation, StoreError } from "../Store.js"
 import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
+import * as Deadlines from "./deadlines.js"
 import * as Instrumentation from "./instrumentation.js"
-import { jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
+import { stackless } from "./stackless.js"
+import { backoff, jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
 
 interface Term {
   readonly fence: bigint
@@ -59,16 +63,6 @@ interface State {
   /** Local wall-clock milliseconds. */
   readonly observedAt: Option.Option<number>
   readonly lastError: Option.Option<LastError>
-}
-
-/** A store call waiting for its answer. */
-interface InFlight {
-  /** Local monotonic nanoseconds at which it gives up. */
-  readonly deadline: bigint
-  /** Answered, timed out or interrupted: whichever came first settled it. */
-  settled: boolean
-  /** Times it out, unless settled. */
-  readonly expire: () => void
 }
 
 /** Why a term ended, other than shutdown. */
@@ -169,42 +163,57 @@ export const make = (
       Effect.suspend(f).pipe(Effect.catchAllCause((cause) => reported(callback, cause)), Effect.asVoid)
 
     // Advisory callbacks run in order on a fiber of their own, never on the
-    // path that claims, renews or releases the lease. The queue is unbounded
-    // so that shutdown's marker always fits; `advise` bounds it.
-    const advisory = yield* Queue.unbounded<Effect.Effect<void>>()
-    const adviser = yield* Effect.forever(Effect.flatten(Queue.take(advisory))).pipe(
-      annotate,
-      Effect.withClock(clock),
-      Effect.forkDaemon
-    )
+    // path that claims, renews or releases the lease. The fiber is started
+    // for a callback when none runs, and ends once none is left: an elector
+    // whose callbacks are not due holds no fiber for them. `advise` bounds
+    // the queue.
+    const advisory: Array<Effect.Effect<void>> = []
+    let adviser: Fiber.RuntimeFiber<void> | undefined
+    const advising = (): Fiber.RuntimeFiber<void> | undefined =>
+      adviser !== undefined && adviser.unsafePoll() === null ? adviser : undefined
+    const drain: Effect.Effect<void> = Effect.gen(function*() {
+      let next = advisory.shift()
+      while (next !== undefined) {
+        yield* next
+        next = advisory.shift()
+      }
+    }).pipe(annotate, Effect.withClock(clock))
     const advise = (callback: Metrics.Callback, f: () => Effect.Effect<unknown>) =>
-      Effect.flatMap(Queue.size(advisory), (waiting) =>
-        waiting >= adviceLimit
-          ? Effect.zipRight(
+      Effect.suspend(() => {
+        if (advisory.length >= adviceLimit) {
+          return Effect.zipRight(
             Effect.logWarning(`${callback} dropped: ${adviceLimit} advisory callbacks are already waiting`),
             instrumentation.callbackDropped
           )
-          : Queue.offer(advisory, contain(callback, f)))
-    // At shutdown, after `run` has stopped (finalizers run in reverse order):
-    // the callbacks already queued get at most operationTimeout.
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
-        const drained = yield* Deferred.make<boolean>()
-        yield* Queue.offer(advisory, Deferred.succeed(drained, true))
-        const timer = yield* clock.sleep(config.operationTimeout).pipe(
-          Effect.zipRight(Deferred.succeed(drained, false)),
-          Effect.interruptible,
-          Effect.forkDaemon
-        )
-        if (!(yield* Deferred.await(drained))) {
-          yield* Effect.logWarning(
-            `advisory callbacks still running at shutdown after operationTimeout (${
-              formatDuration(config.operationTimeout)
-            }): interrupted`
-          ).pipe(annotate)
         }
-        yield* Fiber.interruptFork(timer)
-        yield* Fiber.interruptFork(adviser)
+        advisory.push(contain(callback, f))
+        if (advising() !== undefined) return Effect.void
+        return Effect.asVoid(Effect.tap(Effect.forkDaemon(drain), (fiber) => {
+          adviser = fiber
+        }))
+      })
+    // At shutdown, after `run` has stopped (finalizers run in reverse order):
+    // the callbacks still queued get at most operationTimeout.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        const running = advising()
+        if (running === undefined) return Effect.void
+        // Interruptible, so that the race does not wait for its loser.
+        return Effect.raceFirst(
+          Effect.interruptible(Effect.as(Fiber.await(running), true)),
+          Effect.interruptible(Effect.as(clock.sleep(config.operationTimeout), false))
+        ).pipe(
+          Effect.flatMap((drained) =>
+            drained ? Effect.void : Effect.zipRight(
+              Effect.logWarning(
+                `advisory callbacks still running at shutdown after operationTimeout (${
+                  formatDuration(config.operationTimeout)
+                }): interrupted`
+              ).pipe(annotate),
+              Fiber.interruptFork(running)
+            )
+          )
+        )
       })
     )
 
@@ -257,25 +266,7 @@ export const make = (
       }
     }
 
-    // The store calls waiting for an answer, in the order they were made,
-    // which is the order of their deadlines: each is operationTimeout after
-    // the call was made, on the monotonic clock. One daemon fiber times them
-    // all out, so that a call needs no timer of its own: it sleeps until the
-    // deadline of the oldest call still waiting, and passes over the calls
-    // answered already. It stops when the elector's scope closes, after
-    // `run` has (finalizers run in reverse order), so it bounds the calls of
-    // the last step-down too.
-    const waiting = yield* Queue.unbounded<InFlight>()
     const timeout = Duration.unsafeToNanos(config.operationTimeout)
-    const timer = yield* Effect.gen(function*() {
-      while (true) {
-        const call = yield* Queue.take(waiting)
-        const wait = call.deadline - clock.unsafeCurrentTimeNanos()
-        if (!call.settled && wait > 0n) yield* clock.sleep(Duration.nanos(wait))
-        call.expire()
-      }
-    }).pipe(Effect.interruptible, Effect.forkDaemon)
-    yield* Effect.addFinalizer(() => Fiber.interruptFork(timer))
 
     // Every store call gives control back at operationTimeout, whatever the
     // store does with the interruption: the attempt runs in a fiber of its
@@ -298,33 +289,18 @@ export const make = (
     ): Effect.Effect<A, E | StoreError> =>
       Effect.flatMap(Effect.runtime<never>(), (runtime) =>
         Effect.async<A, E | StoreError>((resume) => {
+          const scheduler = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentScheduler)
+          const deadline = clock.unsafeCurrentTimeNanos() + timeout
+          let settled = false
+          let cancelDeadline: (() => void) | undefined
           // Interrupts the attempt unless it has ended: the store's answer settled the call.
           const settle = (outcome: Exit.Exit<A, E | StoreError>, ended: boolean) => {
-            if (inFlight.settled) return
-            inFlight.settled = true
+            if (settled) return
+            settled = true
+            cancelDeadline?.()
             if (!ended) attempt.unsafeInterruptAsFork(FiberId.none)
             resume(outcome)
           }
-          const inFlight: InFlight = {
-            deadline: clock.unsafeCurrentTimeNanos() + timeout,
-            settled: false,
-            // The error is built only for a call that times out: an Error captures a stack.
-            expire: () => {
-              if (inFlight.settled) return
-              settle(
-                Exit.fail(
-                  new StoreError({
-                    operation,
-                    retryable: true,
-                    reason: `no answer within ${formatDuration(config.operationTimeout)}`,
-                    cause: undefined
-                  })
-                ),
-                false
-              )
-            }
-          }
-          waiting.unsafeOffer(inFlight)
           // Interruptible even when the caller is not (the release at step-down).
           const attempt = Runtime.runFork(runtime)(Effect.interruptible(effect))
           attempt.addObserver((exit) =>
@@ -336,6 +312,21 @@ export const make = (
               true
             )
           )
+          // Answered already, on this stack: no deadline to keep.
+          if (settled) return
+          // The error is built only for a call that times out.
+          cancelDeadline = Deadlines.schedule(clock, scheduler, deadline, () =>
+            settle(
+              Exit.fail(stackless(() =>
+                new StoreError({
+                  operation,
+                  retryable: true,
+                  reason: `no answer within ${formatDuration(config.operationTimeout)}`,
+                  cause: undefined
+                })
+              )),
+              false
+            ))
           return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
         })
       ).pipe(
@@ -441,9 +432,12 @@ export const make = (
     // it can first be claimed if that comes first: a crashed leader's lease
     // is taken over one round trip after it expires, not at the next poll.
     // The database decides who wins a claim; this only picks when to ask.
+    // After polls or claims that failed in a row the wait grows (see
+    // `backoff`), so that an overloaded store gets fewer polls; the first
+    // answer resets it.
     const pause = (seen?: { readonly lease: Lease.Lease; readonly replyAt: bigint }): Effect.Effect<Step> =>
       Effect.gen(function*() {
-        const poll = jittered(config.retryPeriod, yield* Random.next)
+        const poll = backoff(config.retryPeriod, stepFailures, leaseDuration, yield* Random.next)
         const next = seen === undefined || Lease.isExpired(seen.lease)
           ? { claim: false, wait: poll }
           : nextStep(poll, Lease.ttl(seen.lease), Duration.nanos((yield* nowNanos) - seen.replyAt))
@@ -479,6 +473,10 @@ export const make = (
     let heldOffUntil = 0n
     // Whether the last poll saw a live candidate this participant prefers to itself.
     let outranked = false
+    // Polls and claims that failed in a row with retryable errors (shed,
+    // timed out: the store is overloaded or unreachable), since the last
+    // answer. A fatal error needs an operator, not fewer polls.
+    let stepFailures = 0
 
     const startTerm = (fence: bigint, deadline: bigint) =>
       Effect.gen(function*() {
@@ -644,9 +642,11 @@ export const make = (
       const result = yield* Effect.either(call("acquire", store.acquire(name, identity, leaseDuration, payload)))
       const replyAt = yield* nowNanos
       if (Either.isLeft(result)) {
+        stepFailures = result.left.retryable ? stepFailures + 1 : 0
         yield* failed(result.left)
         return yield* pause()
       }
+      stepFailures = 0
       const lease = result.right
       yield* observe(lease)
       if (!Lease.isHeldBy(lease, identity)) return yield* pause({ lease, replyAt })
@@ -678,9 +678,11 @@ export const make = (
       const seen = yield* Effect.either(call("inspect", store.inspect(name)))
       const replyAt = yield* nowNanos
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
+        stepFailures = seen.left.retryable ? stepFailures + 1 : 0
         yield* failed(seen.left)
         return yield* pause()
       }
+      stepFailures = 0
       const lease = Either.getOrUndefined(seen)
       yield* observe(lease)
       if (lease !== undefined && Lease.isHeldBy(lease, identity)) {

@@ -1,10 +1,11 @@
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
 import type * as Tracer from "effect/Tracer"
 import * as Metrics from "../Metrics.js"
 import type { Operation, StoreError } from "../Store.js"
+import { labels, renewLatencyHistogram, series } from "./metricSeries.js"
 
 /**
  * The metrics and spans of one participant. Metrics are tagged with the
@@ -29,12 +30,32 @@ export interface Instrumentation {
 let nativeTracer: Tracer.Tracer | undefined
 const isNative = (tracer: Tracer.Tracer) => tracer === (nativeTracer ??= Effect.runSync(Effect.tracer))
 
+// Metrics.renewLatency without its time unit: renewals update it in
+// milliseconds, tagged as the timer would tag them. Its boundaries are the
+// timer's own: Effect compares them by reference.
+const renewLatencyMillis = Metric.histogram(
+  renewLatencyHistogram.name,
+  Metrics.renewLatency.keyType.boundaries,
+  renewLatencyHistogram.description
+)
+
 /** @internal */
 export const make = (election: string, identity: string): Effect.Effect<Instrumentation, never, Scope.Scope> => {
   const tag = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>): Metric.Metric<Type, In, Out> =>
     Metric.tagged(metric, "election", election)
   const leading = tag(Metrics.isLeader)
-  const latency = tag(Metrics.renewLatency)
+  // Updated on every renewal and every failed call: see metricSeries.ts.
+  const latency = series(renewLatencyMillis, labels([["time_unit", "milliseconds"], ["election", election]]))
+  const storeErrors = new Map<string, (n: number) => Effect.Effect<void>>()
+  const storeError = (operation: Operation, kind: "retryable" | "fatal") => {
+    const key = `${operation}/${kind}`
+    let update = storeErrors.get(key)
+    if (update === undefined) {
+      update = series(Metrics.storeErrors, labels([["election", election], ["operation", operation], ["kind", kind]]))
+      storeErrors.set(key, update)
+    }
+    return update(1)
+  }
   const info = Metric.tagged(tag(Metrics.info), "identity", identity)
   const announce = Effect.acquireRelease(Metric.set(info, 1), () => Metric.set(info, 0))
   const storeFatal = tag(Metrics.storeFatal)
@@ -45,15 +66,8 @@ export const make = (election: string, identity: string): Effect.Effect<Instrume
     termStarted: Effect.zipRight(Metric.increment(tag(Metrics.terms)), Metric.modify(leading, 1)),
     termEnded: (reason) =>
       Effect.zipRight(Metric.modify(leading, -1), Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))),
-    renewed: (duration) => Metric.update(latency, duration),
-    storeFailed: (error) =>
-      Metric.increment(
-        Metric.tagged(
-          Metric.tagged(tag(Metrics.storeErrors), "operation", error.operation),
-          "kind",
-          error.retryable ? "retryable" : "fatal"
-        )
-      ),
+    renewed: (duration) => latency(Duration.toMillis(duration)),
+    storeFailed: (error) => storeError(error.operation, error.retryable ? "retryable" : "fatal"),
     callbackFailed: (callback, outcome) =>
       Metric.increment(Metric.tagged(Metric.tagged(tag(Metrics.callbackFailures), "callback", callback), "outcome", outcome)),
     callbackDropped: Metric.increment(tag(Metrics.callbacksDropped)),

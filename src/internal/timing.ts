@@ -31,6 +31,37 @@ export const jittered = (period: Duration.Duration, u: number): Duration.Duratio
   Duration.millis(Math.floor(Duration.toMillis(period) * (0.5 + u / 2)))
 
 /**
+ * The longest a follower's poll period grows to after failed calls: this
+ * many times retryPeriod.
+ *
+ * @internal
+ */
+export const maxBackoffFactor = 4
+
+/**
+ * A follower's poll delay after `failures` polls or claims in a row that
+ * failed with retryable errors
+ * (`u` in [0, 1) for the jitter): the period doubles with each failure, up to
+ * {@link maxBackoffFactor} times `period` but never past `cap` (the lease, so
+ * a follower under overload still looks at least once per lease), and never
+ * under `period`. No failure: the plain {@link jittered} period. A store
+ * that sheds polls or times them out (overload) then gets fewer of them,
+ * instead of every follower piling on.
+ *
+ * @internal
+ */
+export const backoff = (
+  period: Duration.Duration,
+  failures: number,
+  cap: Duration.Duration,
+  u: number
+): Duration.Duration => {
+  const base = Duration.toMillis(period)
+  const grown = base * 2 ** Math.min(failures, Math.log2(maxBackoffFactor))
+  return jittered(Duration.millis(Math.max(base, Math.min(grown, Duration.toMillis(cap)))), u)
+}
+
+/**
  * The local instant (monotonic nanoseconds) at which a term must end: the
  * database's remaining lease, never believed longer than what was asked for,
  * counted from when the request was sent and less the safety margin.

@@ -31,9 +31,8 @@
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as Clock from "effect/Clock"
-import type * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
+import * as Deadlines from "../../internal/deadlines.js"
+import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
 import { OperationTimeout } from "./sqlStore.js"
 
@@ -75,20 +74,6 @@ export interface Gate {
   readonly enter: (operation: Operation, admitted: () => void) => Ticket | Saturated
   /** Frees the slot of an admitted call; call it exactly once per admission. */
   readonly leave: () => void
-  /**
-   * Calls `expire` at `at` (nanoseconds on `clock`), unless the function it
-   * returns is called first. Deadlines are set in the order they fall: every
-   * call of a store has the same timeout.
-   */
-  readonly deadline: (clock: Clock.Clock, at: bigint, expire: () => void) => () => void
-}
-
-/** A call's deadline, while it is still to be kept. */
-interface Deadline {
-  readonly clock: Clock.Clock
-  readonly at: bigint
-  readonly expire: () => void
-  open: boolean
 }
 
 /** A leader's calls: losing them loses a term, or delays the next one. */
@@ -107,44 +92,7 @@ export const make = (capacity: number): Gate => {
     queue.splice(index, 1)
     return true
   }
-  // One fiber times out every call of the gate, rather than a timer per
-  // call: it sleeps until the deadline of the oldest call still waiting, and
-  // passes over the calls answered already. It ends, or is interrupted, as
-  // soon as no call waits, so an idle store holds no timer.
-  const deadlines: Array<Deadline> = []
-  let open = 0
-  let ticker: Fiber.RuntimeFiber<void> | undefined
-  const close = (deadline: Deadline): boolean => {
-    if (!deadline.open) return false
-    deadline.open = false
-    open -= 1
-    return true
-  }
-  const tick = Effect.gen(function*() {
-    while (open > 0) {
-      const next = deadlines[0]!
-      const wait = next.at - next.clock.unsafeCurrentTimeNanos()
-      if (next.open && wait > 0n) {
-        yield* next.clock.sleep(Duration.nanos(wait))
-        continue
-      }
-      deadlines.shift()
-      if (close(next)) next.expire()
-    }
-  })
   return {
-    deadline: (clock, at, expire) => {
-      const deadline: Deadline = { clock, at, expire, open: true }
-      deadlines.push(deadline)
-      open += 1
-      if (ticker === undefined || ticker.unsafePoll() !== null) ticker = Effect.runFork(tick)
-      return () => {
-        if (!close(deadline) || open > 0) return
-        ticker?.unsafeInterruptAsFork(FiberId.none)
-        ticker = undefined
-        deadlines.length = 0
-      }
-    },
     enter: (operation, admitted) => {
       if (free > 0) {
         free -= 1
@@ -152,7 +100,7 @@ export const make = (capacity: number): Gate => {
         return admittedAtOnce
       }
       const queue = urgent(operation) ? leaders : others
-      if (operation === "inspect" && others.length >= capacity) return new Saturated({ operation, capacity })
+      if (operation === "inspect" && others.length >= capacity) return stackless(() => new Saturated({ operation, capacity }))
       // A fresh function per call: its identity is what `cancel` looks for.
       const waiter = () => admitted()
       queue.push(waiter)
@@ -185,9 +133,9 @@ export interface Driver<C, A> {
  * for a slot and a connection included): on expiry the caller gets an
  * {@link OperationTimeout} at once. See the module's note.
  *
- * The deadline is kept by the gate's one timer fiber, not `Effect.timeout`,
- * which would run the call in a fiber of its own beside a fiber that sleeps,
- * and join them.
+ * The deadline is kept by the process's one timer fiber (see
+ * `internal/deadlines.ts`), not `Effect.timeout`, which would run the call in
+ * a fiber of its own beside a fiber that sleeps, and join them.
  */
 export const use = <C, A>(
   gate: Gate,
@@ -197,16 +145,19 @@ export const use = <C, A>(
   driver: Driver<C, A>
 ): Effect.Effect<A, Error> =>
   Effect.clockWith((clock) =>
-    Effect.async<A, Error>((resume) => {
+    Effect.withFiberRuntime<A, Error>((fiber) => Effect.async<A, Error>((resume) => {
+      const scheduler = fiber.currentScheduler
       // The caller has its answer, or stopped waiting (interrupted, timed out).
       let over = false
       // The slot is free again and the connection, if any, back or destroyed.
       let settled = false
       let held: C | undefined
       let cancelDeadline: (() => void) | undefined
+      let cancelGrace: (() => void) | undefined
       const settle = (error: Error | undefined): void => {
         if (settled) return
         settled = true
+        cancelGrace?.()
         if (held !== undefined) driver.release(held, error)
         gate.leave()
       }
@@ -222,12 +173,12 @@ export const use = <C, A>(
         over = true
         cancelDeadline?.()
         if (settled || ticket.cancel()) return
-        Effect.runFork(Effect.zipRight(
-          clock.sleep(grace),
-          Effect.sync(() =>
-            settle(new Error(`no answer ${Duration.format(grace)} after the call gave up; connection destroyed`))
-          )
-        ))
+        cancelGrace = Deadlines.schedule(
+          clock,
+          scheduler,
+          clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(grace),
+          () => settle(new Error(`no answer ${Duration.format(grace)} after the call gave up; connection destroyed`))
+        )
       }
       const entered = gate.enter(operation, () =>
         driver.connect((error, connection) => {
@@ -251,10 +202,10 @@ export const use = <C, A>(
       const ticket: Ticket = entered
       // Answered already, synchronously: no deadline to keep.
       if (over) return
-      cancelDeadline = gate.deadline(clock, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(timeout), () => {
+      cancelDeadline = Deadlines.schedule(clock, scheduler, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(timeout), () => {
         abandon()
-        resume(Effect.fail(new OperationTimeout({ timeout })))
+        resume(Effect.fail(stackless(() => new OperationTimeout({ timeout }))))
       })
       return Effect.sync(abandon)
-    })
+    }))
   )

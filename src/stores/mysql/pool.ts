@@ -39,6 +39,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
 import * as Driver from "./driver.js"
+import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
 import { StoreError } from "../../Store.js"
 import * as Gate from "../internal/gate.js"
@@ -61,7 +62,7 @@ export interface Pool {
 
 /** Maps a driver error to the store's error, classified. */
 export const storeError = (operation: Operation, cause: unknown): StoreError =>
-  new StoreError({ operation, ...classify(cause), cause })
+  stackless(() => new StoreError({ operation, ...classify(cause), cause }))
 
 // Per query, so that a caller's pool configured otherwise decodes the
 // store's rows the way the store reads them.

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Predicate from "effect/Predicate"
+import { stackless } from "../../internal/stackless.js"
 import { type Operation, StoreError } from "../../Store.js"
 import { Saturated } from "../internal/gate.js"
 import { OperationTimeout } from "../internal/sqlStore.js"
@@ -138,4 +139,4 @@ export const classify = (error: unknown): Classification => {
  * ```
  */
 export const toStoreError = (operation: Operation, error: unknown): StoreError =>
-  new StoreError({ operation, ...classify(error), cause: error })
+  stackless(() => new StoreError({ operation, ...classify(error), cause: error }))

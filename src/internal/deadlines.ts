@@ -1,0 +1,149 @@
+/**
+ * Deadlines of calls in flight, kept by one timer fiber per clock for the
+ * whole process: every elector's store calls and every SQL store's gate share
+ * it, so that neither a call nor an elector needs a timer of its own. The
+ * fiber sleeps until the earliest deadline still open, passes over the ones
+ * cancelled already, and stops as soon as none is open, so an idle process
+ * holds no timer.
+ *
+ * @internal
+ */
+import type * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import type * as Scheduler from "effect/Scheduler"
+
+interface Entry {
+  /** Nanoseconds on the timer's clock. */
+  readonly at: bigint
+  /** Undefined once expired or cancelled. */
+  expire: (() => void) | undefined
+}
+
+/** The deadlines of one clock. */
+interface Timer {
+  /** A binary min-heap on `at`; cancelled entries stay until they come up. */
+  readonly heap: Array<Entry>
+  /** Entries still to be kept. */
+  open: number
+  fiber: Fiber.RuntimeFiber<void> | undefined
+  /** When the fiber wakes next (meaningful while it sleeps). */
+  wakeAt: bigint
+}
+
+const earlier = (heap: Array<Entry>, i: number, j: number): boolean => heap[i]!.at < heap[j]!.at
+
+const swap = (heap: Array<Entry>, i: number, j: number): void => {
+  const entry = heap[i]!
+  heap[i] = heap[j]!
+  heap[j] = entry
+}
+
+const push = (heap: Array<Entry>, entry: Entry): void => {
+  heap.push(entry)
+  let i = heap.length - 1
+  while (i > 0) {
+    const parent = (i - 1) >> 1
+    if (!earlier(heap, i, parent)) return
+    swap(heap, i, parent)
+    i = parent
+  }
+}
+
+const pop = (heap: Array<Entry>): void => {
+  const last = heap.pop()!
+  if (heap.length === 0) return
+  heap[0] = last
+  let i = 0
+  while (true) {
+    const left = 2 * i + 1
+    const right = left + 1
+    let least = i
+    if (left < heap.length && earlier(heap, left, least)) least = left
+    if (right < heap.length && earlier(heap, right, least)) least = right
+    if (least === i) return
+    swap(heap, i, least)
+    i = least
+  }
+}
+
+// Kept on globalThis, like the elector registry, so that two copies of this
+// module still share one timer per clock.
+const timersKey = Symbol.for("effect-leaderelection/deadlines")
+const timers: WeakMap<Clock.Clock, Timer> =
+  ((globalThis as Record<symbol, WeakMap<Clock.Clock, Timer> | undefined>)[timersKey] ??= new WeakMap())
+
+const run = (clock: Clock.Clock, timer: Timer): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    while (timer.open > 0) {
+      const next = timer.heap[0]!
+      const expire = next.expire
+      const wait = next.at - clock.unsafeCurrentTimeNanos()
+      if (expire !== undefined && wait > 0n) {
+        timer.wakeAt = next.at
+        yield* clock.sleep(Duration.nanos(wait))
+        continue
+      }
+      pop(timer.heap)
+      if (expire === undefined) continue
+      next.expire = undefined
+      timer.open -= 1
+      expire()
+    }
+    timer.fiber = undefined
+  })
+
+const start = (clock: Clock.Clock, scheduler: Scheduler.Scheduler, timer: Timer): void => {
+  // Until it sleeps, the new fiber has yet to read the earliest deadline. It
+  // starts on the scheduler, not on this stack: `expire` never runs inside
+  // `schedule`.
+  timer.wakeAt = 0n
+  timer.fiber = Effect.runFork(run(clock, timer), { scheduler, immediate: false })
+}
+
+const stop = (timer: Timer): void => {
+  timer.fiber?.unsafeInterruptAsFork(FiberId.none)
+  timer.fiber = undefined
+}
+
+/**
+ * Calls `expire` once `clock` reaches `at` (nanoseconds), unless the function
+ * returned is called first; that function does nothing after `expire` ran.
+ * The timer's fiber runs on the caller's `scheduler` (a simulation's virtual
+ * one goes with its virtual clock).
+ *
+ * @internal
+ */
+export const schedule = (
+  clock: Clock.Clock,
+  scheduler: Scheduler.Scheduler,
+  at: bigint,
+  expire: () => void
+): () => void => {
+  let timer = timers.get(clock)
+  if (timer === undefined) {
+    timer = { heap: [], open: 0, fiber: undefined, wakeAt: 0n }
+    timers.set(clock, timer)
+  }
+  const entry: Entry = { at, expire }
+  push(timer.heap, entry)
+  timer.open += 1
+  // None running, or it died (an `expire` that threw): a fresh one takes over.
+  if (timer.fiber === undefined || timer.fiber.unsafePoll() !== null) start(clock, scheduler, timer)
+  else if (at < timer.wakeAt) {
+    // Earlier than the instant the fiber sleeps until: a fresh one takes over.
+    stop(timer)
+    start(clock, scheduler, timer)
+  }
+  const kept = timer
+  return () => {
+    if (entry.expire === undefined) return
+    entry.expire = undefined
+    kept.open -= 1
+    if (kept.open > 0) return
+    stop(kept)
+    kept.heap.length = 0
+  }
+}

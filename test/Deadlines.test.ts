@@ -1,0 +1,83 @@
+/**
+ * The process's deadline timer, under the TestClock: deadlines fire in the
+ * order they fall whatever the order they were set in, a cancelled one never
+ * fires, an earlier deadline set while the timer sleeps for a later one still
+ * fires on time, and the timer's fiber stops once no deadline is open.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, FiberRef, TestClock } from "effect"
+import * as Deadlines from "../src/internal/deadlines.js"
+
+const at = (clock: { readonly unsafeCurrentTimeNanos: () => bigint }, ms: number) =>
+  clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms))
+
+describe("Deadlines.schedule", () => {
+  it.effect("fires deadlines in the order they fall, never a cancelled one", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+      const fired: Array<string> = []
+      Deadlines.schedule(clock, scheduler, at(clock, 300), () => fired.push("300"))
+      const cancel = Deadlines.schedule(clock, scheduler, at(clock, 200), () => fired.push("200"))
+      Deadlines.schedule(clock, scheduler, at(clock, 400), () => fired.push("400"))
+      // Earlier than the one the timer sleeps for: it wakes for this one first.
+      Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("100"))
+      yield* TestClock.adjust(Duration.millis(150))
+      expect(fired).toEqual(["100"])
+      cancel()
+      yield* TestClock.adjust(Duration.millis(200))
+      expect(fired).toEqual(["100", "300"])
+      // Cancelling after it fired does nothing.
+      cancel()
+      yield* TestClock.adjust(Duration.millis(100))
+      expect(fired).toEqual(["100", "300", "400"])
+    }))
+
+  it.effect("stops when every open deadline is cancelled, and starts again for the next", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+      const fired: Array<string> = []
+      const first = Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("first"))
+      const second = Deadlines.schedule(clock, scheduler, at(clock, 200), () => fired.push("second"))
+      first()
+      second()
+      yield* TestClock.adjust(Duration.millis(500))
+      expect(fired).toEqual([])
+      Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("third"))
+      yield* TestClock.adjust(Duration.millis(100))
+      expect(fired).toEqual(["third"])
+    }))
+
+  it.effect("a deadline set from an expiry is kept by the same timer", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+      const fired: Array<string> = []
+      Deadlines.schedule(clock, scheduler, at(clock, 100), () => {
+        fired.push("outer")
+        Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("inner"))
+      })
+      // A deadline already due when set fires at once, but not inside `schedule`.
+      Deadlines.schedule(clock, scheduler, at(clock, 0), () => fired.push("due"))
+      expect(fired).toEqual([])
+      yield* TestClock.adjust(Duration.millis(100))
+      expect(fired).toEqual(["due", "outer"])
+      yield* TestClock.adjust(Duration.millis(100))
+      expect(fired).toEqual(["due", "outer", "inner"])
+    }))
+
+  it.effect("an expiry that throws does not stop the deadlines set after it", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+      const fired: Array<string> = []
+      Deadlines.schedule(clock, scheduler, at(clock, 100), () => {
+        throw new Error("boom")
+      })
+      yield* TestClock.adjust(Duration.millis(100))
+      Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("after"))
+      yield* TestClock.adjust(Duration.millis(100))
+      expect(fired).toEqual(["after"])
+    }))
+})
