@@ -8,20 +8,25 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, FiberRef, TestClock } from "effect"
 import * as Deadlines from "../src/internal/deadlines.js"
 
-const at = (clock: { readonly unsafeCurrentTimeNanos: () => bigint }, ms: number) =>
-  clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms))
+/** `set(ms, expire)` sets a deadline `ms` from now on the test's clock; `fired` collects what expiries push. */
+const timer = Effect.gen(function*() {
+  const clock = yield* Effect.clock
+  const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+  const fired: Array<string> = []
+  const set = (ms: number, expire: () => void) =>
+    Deadlines.schedule(clock, scheduler, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms)), expire)
+  return { fired, set }
+})
 
 describe("Deadlines.schedule", () => {
   it.effect("fires deadlines in the order they fall, never a cancelled one", () =>
     Effect.gen(function*() {
-      const clock = yield* Effect.clock
-      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
-      const fired: Array<string> = []
-      Deadlines.schedule(clock, scheduler, at(clock, 300), () => fired.push("300"))
-      const cancel = Deadlines.schedule(clock, scheduler, at(clock, 200), () => fired.push("200"))
-      Deadlines.schedule(clock, scheduler, at(clock, 400), () => fired.push("400"))
+      const { fired, set } = yield* timer
+      set(300, () => fired.push("300"))
+      const cancel = set(200, () => fired.push("200"))
+      set(400, () => fired.push("400"))
       // Earlier than the one the timer sleeps for: it wakes for this one first.
-      Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("100"))
+      set(100, () => fired.push("100"))
       yield* TestClock.adjust(Duration.millis(150))
       expect(fired).toEqual(["100"])
       cancel()
@@ -35,31 +40,27 @@ describe("Deadlines.schedule", () => {
 
   it.effect("stops when every open deadline is cancelled, and starts again for the next", () =>
     Effect.gen(function*() {
-      const clock = yield* Effect.clock
-      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
-      const fired: Array<string> = []
-      const first = Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("first"))
-      const second = Deadlines.schedule(clock, scheduler, at(clock, 200), () => fired.push("second"))
+      const { fired, set } = yield* timer
+      const first = set(100, () => fired.push("first"))
+      const second = set(200, () => fired.push("second"))
       first()
       second()
       yield* TestClock.adjust(Duration.millis(500))
       expect(fired).toEqual([])
-      Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("third"))
+      set(100, () => fired.push("third"))
       yield* TestClock.adjust(Duration.millis(100))
       expect(fired).toEqual(["third"])
     }))
 
   it.effect("a deadline set from an expiry is kept by the same timer", () =>
     Effect.gen(function*() {
-      const clock = yield* Effect.clock
-      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
-      const fired: Array<string> = []
-      Deadlines.schedule(clock, scheduler, at(clock, 100), () => {
+      const { fired, set } = yield* timer
+      set(100, () => {
         fired.push("outer")
-        Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("inner"))
+        set(100, () => fired.push("inner"))
       })
       // A deadline already due when set fires at once, but not inside `schedule`.
-      Deadlines.schedule(clock, scheduler, at(clock, 0), () => fired.push("due"))
+      set(0, () => fired.push("due"))
       expect(fired).toEqual([])
       yield* TestClock.adjust(Duration.millis(100))
       expect(fired).toEqual(["due", "outer"])
@@ -69,14 +70,12 @@ describe("Deadlines.schedule", () => {
 
   it.effect("an expiry that throws does not stop the deadlines set after it", () =>
     Effect.gen(function*() {
-      const clock = yield* Effect.clock
-      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
-      const fired: Array<string> = []
-      Deadlines.schedule(clock, scheduler, at(clock, 100), () => {
+      const { fired, set } = yield* timer
+      set(100, () => {
         throw new Error("boom")
       })
       yield* TestClock.adjust(Duration.millis(100))
-      Deadlines.schedule(clock, scheduler, at(clock, 100), () => fired.push("after"))
+      set(100, () => fired.push("after"))
       yield* TestClock.adjust(Duration.millis(100))
       expect(fired).toEqual(["after"])
     }))
