@@ -52,6 +52,26 @@ describe("Deadlines.schedule", () => {
       expect(fired).toEqual(["third"])
     }))
 
+  it.effect("keeps one fiber for deadlines set one after another, and stops it when told, if none is open", () =>
+    Effect.gen(function*() {
+      const { fired, set } = yield* timer
+      const clock = yield* Effect.clock
+      set(100, () => fired.push("first"))()
+      const fiber = Deadlines.fiberOf(clock)
+      expect(fiber).toBeDefined()
+      // Nothing is open, but the timer is not stopped and started for the next call.
+      const cancel = set(200, () => fired.push("second"))
+      expect(Deadlines.fiberOf(clock)).toBe(fiber)
+      Deadlines.quiesce(clock)
+      expect(Deadlines.fiberOf(clock)).toBe(fiber)
+      cancel()
+      Deadlines.quiesce(clock)
+      expect(Deadlines.fiberOf(clock)).toBeUndefined()
+      set(100, () => fired.push("third"))
+      yield* TestClock.adjust(Duration.millis(300))
+      expect(fired).toEqual(["third"])
+    }))
+
   it.effect("a deadline set from an expiry is kept by the same timer", () =>
     Effect.gen(function*() {
       const { fired, set } = yield* timer

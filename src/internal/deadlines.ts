@@ -142,8 +142,28 @@ export const schedule = (
     if (entry.expire === undefined) return
     entry.expire = undefined
     kept.open -= 1
-    if (kept.open > 0) return
-    stop(kept)
-    kept.heap.length = 0
+    // Nothing open: every entry left is cancelled. The fiber is not stopped:
+    // it ends at its next wake-up unless a deadline is set before, so that
+    // calls one after the other do not each stop it and start a new one.
+    if (kept.open === 0) kept.heap.length = 0
   }
 }
+
+/**
+ * Stops the timer of `clock` at once when no deadline is open, rather than
+ * at its next wake-up (up to the longest deadline later), so that it does not
+ * keep a process that is done alive: electors call it when they shut down.
+ *
+ * @internal
+ */
+export const quiesce = (clock: Clock.Clock): void => {
+  const timer = timers.get(clock)
+  if (timer !== undefined && timer.open === 0) stop(timer)
+}
+
+/**
+ * The fiber keeping the deadlines of `clock`, if one runs.
+ *
+ * @internal
+ */
+export const fiberOf = (clock: Clock.Clock): Fiber.RuntimeFiber<void> | undefined => timers.get(clock)?.fiber
