@@ -31,6 +31,7 @@ import * as Store from "../Store.js"
 import { type Candidate, type Operation, StoreError } from "../Store.js"
 import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
+import * as AnswersWithin from "./answersWithin.js"
 import * as Deadlines from "./deadlines.js"
 import * as Instrumentation from "./instrumentation.js"
 import { stackless } from "./stackless.js"
@@ -147,7 +148,12 @@ export const make = (
       })
     }
     const clock = yield* Effect.clock
-    const nowNanos = clock.currentTimeNanos
+    // The local monotonic clock, read where it is needed: inside an effect
+    // that is running, this is what `clock.currentTimeNanos` would give.
+    const nanos = () => clock.unsafeCurrentTimeNanos()
+    // Last, once the elector's calls have ended: the deadline timer need not
+    // outlive them (see deadlines.ts).
+    yield* Effect.addFinalizer(() => Effect.sync(() => Deadlines.quiesce(clock)))
     const instrumentation = yield* Instrumentation.make(name, identity)
     const annotate = Effect.annotateLogs({ election: name, identity })
 
@@ -269,24 +275,24 @@ export const make = (
     const timeout = Duration.unsafeToNanos(config.operationTimeout)
 
     // Every store call gives control back at operationTimeout, whatever the
-    // store does with the interruption: the attempt runs in a fiber of its
-    // own, started on the caller's runtime (its clock, tracer, span and log
-    // annotations) but never a child of the caller (a fiber waits for its
-    // children when it exits, so a driver that takes its time to cancel would
-    // hold up the step-down that interrupts the caller). The attempt starts
-    // at once, on the caller's stack, up to its first asynchronous step. The
-    // caller waits in `Effect.async`, resumed by the attempt's end or by the
-    // timer, whichever comes first; the attempt is then interrupted without
-    // waiting for it. The race is settled by resuming the waiter rather than
-    // by interrupting it, so it holds in uninterruptible regions too (the
-    // release at step-down). Whatever the store's effect ends with that is
-    // not one of its errors (a defect, an interruption) becomes a fatal
-    // StoreError.
-    const call = <A, E>(
-      operation: Operation,
-      effect: Effect.Effect<A, E>,
-      fence?: bigint
-    ): Effect.Effect<A, E | StoreError> =>
+    // store does with the interruption. A store that promises to answer
+    // within that time, and to give control back at once when interrupted
+    // (the SQL stores: see answersWithin.ts), runs on the caller's fiber.
+    // Any other store's attempt runs in a fiber of its own, started on the
+    // caller's runtime (its clock, tracer, span and log annotations) but never
+    // a child of the caller (a fiber waits for its children when it exits,
+    // so a driver that takes its time to cancel would hold up the step-down
+    // that interrupts the caller). The attempt starts at once, on the caller's
+    // stack, up to its first asynchronous step. The caller waits in
+    // `Effect.async`, resumed by the attempt's end or by the timer, whichever
+    // comes first; the attempt is then interrupted without waiting for it.
+    // The race is settled by resuming the waiter rather than by interrupting
+    // it, so it holds in uninterruptible regions too (the release at
+    // step-down). Whatever the store's effect ends with that is not one of its
+    // errors (a defect, an interruption of its own) becomes a fatal StoreError.
+    const promised = AnswersWithin.of(store)
+    const onCaller = promised !== undefined && Duration.lessThanOrEqualTo(promised, config.operationTimeout)
+    const apart = <A, E>(operation: Operation, effect: Effect.Effect<A, E>): Effect.Effect<A, E | StoreError> =>
       Effect.flatMap(Effect.runtime<never>(), (runtime) =>
         Effect.async<A, E | StoreError>((resume) => {
           const scheduler = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentScheduler)
@@ -329,7 +335,15 @@ export const make = (
             ))
           return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
         })
-      ).pipe(
+      )
+    const call = <A, E>(
+      operation: Operation,
+      effect: Effect.Effect<A, E>,
+      fence?: bigint
+    ): Effect.Effect<A, E | StoreError> =>
+      (onCaller
+        ? Effect.catchAllDefect(effect, (defect) => Effect.fail(storeBroke(operation, Cause.die(defect))))
+        : apart(operation, effect)).pipe(
         Effect.tapBoth({
           onSuccess: () => answered(operation),
           // "No record" is an answer too; the other errors are the caller's to report.
@@ -354,7 +368,7 @@ export const make = (
     // too, so that an error-only log pipeline shows the incident closed.
     const fatalFailed = (error: StoreError) =>
       Effect.gen(function*() {
-        const now = yield* nowNanos
+        const now = nanos()
         const first = fatal.size === 0
         fatal.add(error.operation)
         yield* instrumentation.storeFatal(true)
@@ -407,8 +421,8 @@ export const make = (
 
     // Records what a store call saw, in one change of the state: with the
     // term's new deadline when it is a renewal's answer.
-    const observe = (lease: Lease.Lease | undefined, deadline?: bigint) =>
-      Effect.gen(function*() {
+    const observe = (lease: Lease.Lease | undefined, deadline?: bigint): Effect.Effect<void> =>
+      Effect.suspend(() => {
         const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
           ? Option.none()
           : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
@@ -419,12 +433,14 @@ export const make = (
           leader: seen,
           observedAt: Option.some(clock.unsafeCurrentTimeMillis())
         })
-        if (Option.isNone(seen)) return
+        if (Option.isNone(seen)) return Effect.void
         const { fence, holder } = seen.value
-        if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return
-        yield* Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
+        if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return Effect.void
+        const announced = Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
         const onNewLeader = input.onNewLeader
-        if (onNewLeader !== undefined) yield* advise("onNewLeader", () => onNewLeader(holder, fence))
+        return onNewLeader === undefined
+          ? announced
+          : Effect.zipRight(announced, advise("onNewLeader", () => onNewLeader(holder, fence)))
       })
 
     // Waits a jittered retryPeriod, then polls; but after a reply (received
@@ -436,13 +452,12 @@ export const make = (
     // `backoff`), so that an overloaded store gets fewer polls; the first
     // answer resets it.
     const pause = (seen?: { readonly lease: Lease.Lease; readonly replyAt: bigint }): Effect.Effect<Step> =>
-      Effect.gen(function*() {
-        const poll = backoff(config.retryPeriod, stepFailures, leaseDuration, yield* Random.next)
+      Effect.flatMap(Random.next, (random) => {
+        const poll = backoff(config.retryPeriod, stepFailures, leaseDuration, random)
         const next = seen === undefined || Lease.isExpired(seen.lease)
           ? { claim: false, wait: poll }
-          : nextStep(poll, Lease.ttl(seen.lease), Duration.nanos((yield* nowNanos) - seen.replyAt))
-        yield* clock.sleep(next.wait)
-        return next.claim ? "claim" : "poll"
+          : nextStep(poll, Lease.ttl(seen.lease), Duration.nanos(nanos() - seen.replyAt))
+        return Effect.as(clock.sleep(next.wait), next.claim ? "claim" as const : "poll" as const)
       })
 
     // Advertises this participant (when it is a candidate) and returns the
@@ -541,7 +556,7 @@ export const make = (
         const runtime = yield* Effect.runtime<never>()
         while (true) {
           const term = Option.getOrUndefined(state.term)
-          const now = yield* nowNanos
+          const now = nanos()
           if (term === undefined || now >= term.deadline) return yield* Deferred.succeed(stop, "expired")
           if (alarm === undefined || alarm.unsafePoll() !== null || term.deadline < alarmAt) {
             alarm?.unsafeInterruptAsFork(FiberId.none)
@@ -564,19 +579,19 @@ export const make = (
       Effect.gen(function*() {
         let nextAt = firstAt
         while (true) {
-          const wait = nextAt - (yield* nowNanos)
+          const wait = nextAt - nanos()
           if (wait > 0n) yield* clock.sleep(Duration.nanos(wait))
-          const sentAt = yield* nowNanos
+          const sentAt = nanos()
           const result = yield* Effect.either(
             call("renew", store.renew(name, identity, fence, leaseDuration, payload), fence)
           )
           if (Either.isLeft(result)) {
             yield* failed(result.left)
             if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
-            nextAt = (yield* nowNanos) + Duration.unsafeToNanos(config.retryDelay)
+            nextAt = nanos() + Duration.unsafeToNanos(config.retryDelay)
             continue
           }
-          yield* instrumentation.renewed(Duration.nanos((yield* nowNanos) - sentAt))
+          yield* instrumentation.renewed(Duration.nanos(nanos() - sentAt))
           const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
           yield* observe(result.right, deadline)
           yield* Queue.offer(wake, undefined)
@@ -638,9 +653,9 @@ export const make = (
       )
 
     const claim: Effect.Effect<Step> = Effect.gen(function*() {
-      const sentAt = yield* nowNanos
+      const sentAt = nanos()
       const result = yield* Effect.either(call("acquire", store.acquire(name, identity, leaseDuration, payload)))
-      const replyAt = yield* nowNanos
+      const replyAt = nanos()
       if (Either.isLeft(result)) {
         stepFailures = result.left.retryable ? stepFailures + 1 : 0
         yield* failed(result.left)
@@ -659,13 +674,13 @@ export const make = (
         return yield* pause()
       }
       // Won, but resigned while the claim was in flight.
-      if ((yield* nowNanos) < heldOffUntil) {
+      if (nanos() < heldOffUntil) {
         yield* releaseLease(lease.fence)
         return "poll"
       }
       const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
       // Won, but with too little time left to prove it: the next poll gives it up.
-      if (deadline <= (yield* nowNanos)) return yield* pause()
+      if (deadline <= nanos()) return yield* pause()
       const reason = yield* lead(lease.fence, sentAt, deadline)
       // The term's work failed: let a healthy participant take over.
       if (reason === "failed") yield* clock.sleep(config.workFailureBackoff)
@@ -676,7 +691,7 @@ export const make = (
       const preferred = yield* rivals
       outranked = preferred.length > 0
       const seen = yield* Effect.either(call("inspect", store.inspect(name)))
-      const replyAt = yield* nowNanos
+      const replyAt = nanos()
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
         stepFailures = seen.left.retryable ? stepFailures + 1 : 0
         yield* failed(seen.left)
@@ -707,11 +722,11 @@ export const make = (
       let step = "poll" as Step
       while (true) {
         // Resigned: out of the election until the hold-off ends (a second resign extends it).
-        let wait = heldOffUntil - (yield* nowNanos)
+        let wait = heldOffUntil - nanos()
         if (wait > 0n) yield* withdrawal
         while (wait > 0n) {
           yield* clock.sleep(Duration.nanos(wait))
-          wait = heldOffUntil - (yield* nowNanos)
+          wait = heldOffUntil - nanos()
         }
         // Claiming at a seen lease's expiry skips the look at the record:
         // not while a preferred candidate is alive, which may claim it.
@@ -753,7 +768,7 @@ export const make = (
     )
 
     const resign = Effect.gen(function*() {
-      heldOffUntil = (yield* nowNanos) + Duration.unsafeToNanos(config.resignHoldOff)
+      heldOffUntil = nanos() + Duration.unsafeToNanos(config.resignHoldOff)
       const term = active
       if (term === undefined) return
       yield* Deferred.succeed(term.stop, "resigned")

@@ -67,6 +67,7 @@ import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
 import type { Lease } from "../Lease.js"
 import { InvalidConfig } from "../ElectorError.js"
+import * as AnswersWithin from "../internal/answersWithin.js"
 import * as limits from "../internal/limits.js"
 import {
   type Candidate,
@@ -469,7 +470,8 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
       })
   })
 
-  return limits.enforce<MysqlStore>({
+  // Every call is one request through the pool's gate, which answers by its timeout.
+  return AnswersWithin.promise(limits.enforce<MysqlStore>({
     table,
     slotTable: Option.getOrUndefined(slotTable),
     ensureSchema: Effect.all([
@@ -542,7 +544,7 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
       ),
     withdraw: (name, identity) => Effect.asVoid(one("withdraw", Sql.withdraw(candidates), [name, identity])),
     candidates: Effect.map(one("inspect", Sql.allCandidates(candidates), []), (result) => rows(result).map(Sql.toCandidate))
-  })
+  }), pool.timeout)
 }
 
 /** Checks the options, then builds the store on the pool `open` gives for the checked timeout. */

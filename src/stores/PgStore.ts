@@ -37,6 +37,7 @@ import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { Pool, PoolConfig } from "pg"
 import { InvalidConfig } from "../ElectorError.js"
+import * as AnswersWithin from "../internal/answersWithin.js"
 import * as limits from "../internal/limits.js"
 import type { Lease } from "../Lease.js"
 import {
@@ -435,7 +436,8 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
           })
       }
     }
-    return limits.enforce<PgStore>({
+    // Every call goes through the gate, which answers by the timeout.
+    return AnswersWithin.promise(limits.enforce<PgStore>({
       table,
       slotTable: Option.getOrUndefined(slotTable),
       ensureSchema: Effect.zipRight(
@@ -474,7 +476,7 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
         run("inspect", candidateSql.candidates, []),
         (result) => result.rows.map((row) => ({ name: text(row, "name"), ...toCandidate(row) }))
       )
-    })
+    }), timeout)
   }).pipe(SqlStore.withSchema(options))
 
 /**

@@ -58,6 +58,8 @@ export interface Pool {
    * back to the pool only if all succeeded; otherwise it is destroyed.
    */
   readonly run: (operation: Operation, statements: ReadonlyArray<Statement>) => Effect.Effect<ReadonlyArray<unknown>, StoreError>
+  /** Every `run` answers within this. */
+  readonly timeout: Duration.Duration
 }
 
 /** Maps a driver error to the store's error, classified. */
@@ -113,7 +115,8 @@ export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => 
         run: (connection, callback) => send(connection, statements, severalPerRequest && statements.length > 1, callback),
         // Only a request that succeeded is known to have left no transaction open.
         release: (connection, error) => error === undefined ? connection.release() : connection.destroy()
-      }).pipe(Effect.mapError((cause) => storeError(operation, cause)))
+      }).pipe(Effect.mapError((cause) => storeError(operation, cause))),
+    timeout
   }
 }
 
