@@ -11,9 +11,10 @@
  * - library: the same elections through `Elector.joinAll` over one store
  *   (`PgStore.makeFromPool` / `MysqlStore.makeFromPool`) on that pool size.
  *
- * The raw phase runs first, so that its RSS is not the library's leftovers.
- * Each phase warms up, then measures for `--seconds`: CPU (process.cpuUsage,
- * % of one core), renew latency p50/p99 (from the call to its answer,
+ * Each phase runs in a process of its own (raw first), so that its RSS, heap
+ * and GC are not the other phase's leftovers. Each warms up, then measures
+ * for `--seconds`: CPU (process.cpuUsage, % of one core), GC pauses (% of
+ * the window), renew latency p50/p99 (from the call to its answer,
  * time-outs included), event-loop delay p99 (perf_hooks), peak RSS,
  * connections the pool opened, requests/s (queries sent on the driver's
  * connections), and elections with no participant that believes it leads
@@ -32,7 +33,8 @@
 import { Duration, Effect, Exit, Logger, LogLevel, Scope } from "effect"
 import * as Mysql from "mysql2"
 import * as os from "node:os"
-import { monitorEventLoopDelay } from "node:perf_hooks"
+import { spawn } from "node:child_process"
+import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
 import { parseArgs } from "node:util"
 import pg from "pg"
 import * as Elector from "../src/Elector.js"
@@ -52,7 +54,8 @@ const { values: args } = parseArgs({
     seconds: { type: "string", default: "30" },
     warmup: { type: "string" },
     pool: { type: "string", default: "10" },
-    only: { type: "string" }
+    only: { type: "string" },
+    child: { type: "boolean", default: false }
   }
 })
 
@@ -125,6 +128,7 @@ const recorder = (): Recorder => ({
 interface Result {
   readonly phase: "raw" | "library"
   readonly cpuPercent: number
+  readonly gcPercent: number
   readonly renewP50: number
   readonly renewP99: number
   readonly loopP99: number
@@ -169,8 +173,10 @@ const measure = async (
   rec.measuring = true
   loop.enable()
   let gcMs = 0
-  const obs = new (await import("node:perf_hooks")).PerformanceObserver((l) => { for (const e of l.getEntries()) gcMs += e.duration })
-  obs.observe({ entryTypes: ["gc"] })
+  const gcPauses = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcMs += entry.duration
+  })
+  gcPauses.observe({ entryTypes: ["gc"] })
   const cpu = process.cpuUsage()
   const t0 = performance.now()
   while (performance.now() - t0 < seconds * 1000) {
@@ -180,7 +186,7 @@ const measure = async (
   }
   const elapsed = performance.now() - t0
   const used = process.cpuUsage(cpu)
-  if (process.env.BENCH_SPLIT) console.error(phase, "user", (used.user/1000/elapsed*100).toFixed(1), "sys", (used.system/1000/elapsed*100).toFixed(1), "gc ms", gcMs.toFixed(0), "heap MB", (process.memoryUsage().heapUsed/2**20).toFixed(0))
+  gcPauses.disconnect()
   loop.disable()
   rec.measuring = false
   const statements = statementsSent - statementsBefore
@@ -189,6 +195,7 @@ const measure = async (
   return {
     phase,
     cpuPercent: ((used.user + used.system) / 1000 / elapsed) * 100,
+    gcPercent: (gcMs / elapsed) * 100,
     renewP50: percentile(rec.renewMs, 50),
     renewP99: percentile(rec.renewMs, 99),
     loopP99: loop.percentile(99) / 1e6,
@@ -484,28 +491,63 @@ const mysqlTarget = async (): Promise<Target> => {
   }
 }
 
-const runTarget = async (target: Target): Promise<ReadonlyArray<Result>> => {
+/** Runs `phase` on `target` in this process, and reports its result on a line of its own. */
+const runPhase = async (target: Target, phase: Result["phase"]): Promise<Result> => {
   await target.admin(target.createTable)
-  const results: Array<Result> = []
   try {
-    for (const phase of phases) {
-      const connections = { total: 0 }
-      const opened = target.open(connections)
-      const rec = recorder()
-      const start = phase === "raw"
-        ? startRaw(opened.raw, rec, "raw")
-        : startLibrary(await Effect.runPromise(opened.store), rec, "library")
-      results.push(await measure(phase, rec, connections, start))
-      console.log(`${target.label} ${phase} done: ${JSON.stringify(results.at(-1))}`)
-      await opened.end()
-      globalThis.gc?.()
-    }
+    const connections = { total: 0 }
+    const opened = target.open(connections)
+    const rec = recorder()
+    const start = phase === "raw"
+      ? startRaw(opened.raw, rec, "raw")
+      : startLibrary(await Effect.runPromise(opened.store), rec, "library")
+    const result = await measure(phase, rec, connections, start)
+    await opened.end()
+    return result
   } finally {
     await target.admin(target.dropTable)
     await target.closeAdmin()
   }
-  print(target.label, results)
-  return results
+}
+
+const resultPrefix = "bench:scale result "
+
+/**
+ * Runs `phase` in a process of its own (this script with `--only`), so that
+ * each phase's RSS, heap and GC are its own, not the other phase's leftovers.
+ */
+const runApart = (store: "pg" | "mysql", phase: Result["phase"]): Promise<Result> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [...process.execArgv, process.argv[1]!, ...process.argv.slice(2), "--store", store, "--only", phase, "--child"],
+      { stdio: ["ignore", "pipe", "inherit"] }
+    )
+    let output = ""
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    child.on("error", reject)
+    child.on("exit", (code) => {
+      const line = output.split("\n").find((l) => l.startsWith(resultPrefix))
+      if (code !== 0 || line === undefined) return reject(new Error(`${store} ${phase} phase exited with ${code}`))
+      const result = JSON.parse(line.slice(resultPrefix.length)) as Result
+      console.log(`${store} ${phase} done: ${JSON.stringify(result)}`)
+      resolve(result)
+    })
+  })
+
+const targets = { pg: { label: "PostgreSQL", open: () => pgTarget() }, mysql: { label: "MariaDB", open: () => mysqlTarget() } }
+
+const runStore = async (store: "pg" | "mysql"): Promise<void> => {
+  if (args.child) {
+    const result = await runPhase(await targets[store].open(), args.only === "raw" ? "raw" : "library")
+    console.log(`${resultPrefix}${JSON.stringify(result)}`)
+    return
+  }
+  const results: Array<Result> = []
+  for (const phase of phases) results.push(await runApart(store, phase))
+  print(targets[store].label, results)
 }
 
 const phases: ReadonlyArray<Result["phase"]> = args.only === "raw"
@@ -519,6 +561,7 @@ const fixed = (n: number, digits = 1) => Number.isFinite(n) ? n.toFixed(digits) 
 const print = (store: string, results: ReadonlyArray<Result>) => {
   const rows: ReadonlyArray<readonly [string, (r: Result) => string]> = [
     ["CPU (% of one core)", (r) => fixed(r.cpuPercent)],
+    ["GC pauses (% of the time)", (r) => fixed(r.gcPercent)],
     ["renew p50 (ms)", (r) => fixed(r.renewP50)],
     ["renew p99 (ms)", (r) => fixed(r.renewP99)],
     ["event-loop delay p99 (ms)", (r) => fixed(r.loopP99)],
@@ -540,17 +583,19 @@ const print = (store: string, results: ReadonlyArray<Result>) => {
 }
 
 const main = async () => {
-  console.log(
-    `bench:scale: ${elections} elections x ${participants} participants in one process; ${args.timing} timing ` +
-      `(lease ${timing.leaseDuration} ms, renew ${timing.renewInterval} ms, retry ${timing.retryPeriod} ms, ` +
-      `operationTimeout ${timing.operationTimeout} ms); warm-up ${warmup} s, window ${seconds} s; ` +
-      `pool ${poolSize}; node ${process.version}; library logs at Error only`
-  )
-  console.log(
-    `machine: ${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at start`
-  )
-  if (args.store === "pg" || args.store === "both") await runTarget(await pgTarget())
-  if (args.store === "mysql" || args.store === "both") await runTarget(await mysqlTarget())
+  if (!args.child) {
+    console.log(
+      `bench:scale: ${elections} elections x ${participants} participants in one process; ${args.timing} timing ` +
+        `(lease ${timing.leaseDuration} ms, renew ${timing.renewInterval} ms, retry ${timing.retryPeriod} ms, ` +
+        `operationTimeout ${timing.operationTimeout} ms); warm-up ${warmup} s, window ${seconds} s; ` +
+        `pool ${poolSize}; node ${process.version}; each phase in a process of its own; library logs at Error only`
+    )
+    console.log(
+      `machine: ${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at start`
+    )
+  }
+  if (args.store === "pg" || args.store === "both") await runStore("pg")
+  if (args.store === "mysql" || args.store === "both") await runStore("mysql")
 }
 
 main().catch((error: unknown) => {
