@@ -30,7 +30,7 @@
  * server), MariaDB from LE_MYSQL_URL. Each run uses a table of its own,
  * dropped at the end.
  */
-import { Duration, Effect, Exit, Logger, LogLevel, Scope } from "effect"
+import { Cause, Duration, Effect, Exit, Logger, LogLevel, Option, Predicate, Scope } from "effect"
 import * as Mysql from "mysql2"
 import * as os from "node:os"
 import { spawn } from "node:child_process"
@@ -107,7 +107,9 @@ interface Recorder {
   busyMs: number
   calls: number
   failures: number
-  record(op: Op, ms: number, ok: boolean): void
+  /** Failed calls by operation and error: `inspect Saturated`, `renew LeaseLost`, ... */
+  readonly failed: Record<string, number>
+  record(op: Op, ms: number, ok: boolean, error?: string): void
 }
 
 const recorder = (): Recorder => ({
@@ -116,11 +118,16 @@ const recorder = (): Recorder => ({
   busyMs: 0,
   calls: 0,
   failures: 0,
-  record(op, ms, ok) {
+  failed: {},
+  record(op, ms, ok, error) {
     if (!this.measuring) return
     this.calls++
     this.busyMs += ms
-    if (!ok) this.failures++
+    if (!ok) {
+      this.failures++
+      const key = `${op} ${error ?? "error"}`
+      this.failed[key] = (this.failed[key] ?? 0) + 1
+    }
     if (op === "renew") this.renewMs.push(ms)
   }
 })
@@ -140,6 +147,7 @@ interface Result {
   readonly meanCallMs: number
   readonly busyConnections: number
   readonly failures: number
+  readonly failed: Record<string, number>
   readonly leaderlessEnd: number
   readonly leaderlessMax: number
   readonly leaderlessMean: number
@@ -207,6 +215,7 @@ const measure = async (
     meanCallMs: rec.calls === 0 ? Number.NaN : rec.busyMs / rec.calls,
     busyConnections: rec.busyMs / elapsed,
     failures: rec.failures,
+    failed: rec.failed,
     leaderlessEnd: leaderless.at(-1) ?? Number.NaN,
     leaderlessMax: Math.max(...leaderless),
     leaderlessMean: leaderless.reduce((a, b) => a + b, 0) / leaderless.length
@@ -367,10 +376,29 @@ const startRaw = (driver: RawDriver, rec: Recorder, prefix: string) => async ():
 // The library: every election through Elector.joinAll over one store
 
 /** The store, with each call timed from the elector's call to its answer (or its time-out). */
+/** A failed call's error: its tag, and what a StoreError's cause is. */
+const describe = (cause: Cause.Cause<unknown>): string =>
+  Option.match(Cause.failureOption(cause), {
+    onNone: () => "defect or interruption",
+    onSome: (error) =>
+      Predicate.isTagged(error, "StoreError") && Predicate.hasProperty(error, "cause") &&
+        Predicate.isTagged(error.cause, "Saturated")
+        ? "shed"
+        : Predicate.isTagged(error, "StoreError") && Predicate.hasProperty(error, "cause") &&
+            Predicate.isTagged(error.cause, "OperationTimeout")
+        ? "timed out"
+        : Predicate.hasProperty(error, "_tag")
+        ? String(error._tag)
+        : "error"
+  })
+
 const timedStore = (store: Store.StoreShape, rec: Recorder): Store.StoreShape => {
   const timed = <A, E>(op: Op, effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
     const t0 = performance.now()
-    return Effect.onExit(effect, (exit) => Effect.sync(() => rec.record(op, performance.now() - t0, Exit.isSuccess(exit))))
+    return Effect.onExit(effect, (exit) =>
+      Effect.sync(() =>
+        rec.record(op, performance.now() - t0, Exit.isSuccess(exit), Exit.isSuccess(exit) ? undefined : describe(exit.cause))
+      ))
   }
   const wrapped: Store.StoreShape = {
     acquire: (...a) => timed("acquire", store.acquire(...a)),
@@ -572,6 +600,9 @@ const print = (store: string, results: ReadonlyArray<Result>) => {
     ["mean call (ms)", (r) => fixed(r.meanCallMs, 2)],
     ["calls in flight (calls/s x mean call)", (r) => fixed(r.busyConnections, 2)],
     ["failed calls", (r) => String(r.failures)],
+    ...Array.from(new Set(results.flatMap((r) => Object.keys(r.failed)))).sort().map((kind) =>
+      [`  ${kind}`, (r: Result) => String(r.failed[kind] ?? 0)] as const
+    ),
     ["leaderless elections (end / max / mean)", (r) => `${r.leaderlessEnd} / ${r.leaderlessMax} / ${fixed(r.leaderlessMean)}`]
   ]
   const width = Math.max(...rows.map(([label]) => label.length))
