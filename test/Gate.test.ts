@@ -29,26 +29,33 @@ const fakeDriver = (immediate: boolean) => {
 const timeout = Duration.seconds(1)
 const grace = Duration.seconds(2)
 
+/** A gate over `capacity` connections of a fake driver, and a call through it. */
+const setup = (capacity: number, immediate: boolean) => {
+  const gate = Gate.make(capacity)
+  const fake = fakeDriver(immediate)
+  const call = (operation: "renew" | "inspect" = "renew") =>
+    Gate.use(gate, timeout, grace, operation, fake.driver, Gate.asIs<string>())
+  return { fake, call }
+}
+
 describe("Gate.use", () => {
   it.effect("an answer that comes at once is returned, and the slot freed", () =>
     Effect.gen(function*() {
-      const gate = Gate.make(1)
-      const fake = fakeDriver(true)
-      expect(yield* Gate.use(gate, timeout, grace, "renew", fake.driver)).toBe("at once")
+      const { call, fake } = setup(1, true)
+      expect(yield* call()).toBe("at once")
       expect(fake.released).toEqual([undefined])
       // The slot is free: the next call is admitted at once.
-      expect(yield* Gate.use(gate, timeout, grace, "renew", fake.driver)).toBe("at once")
+      expect(yield* call()).toBe("at once")
     }))
 
   it.effect("times out at the operation timeout; a late answer within the grace keeps the connection", () =>
     Effect.gen(function*() {
-      const gate = Gate.make(1)
-      const fake = fakeDriver(false)
-      const call = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      const { call, fake } = setup(1, false)
+      const pending = yield* Effect.fork(call())
       yield* TestClock.adjust(Duration.millis(999))
-      expect(call.unsafePoll()).toBeNull()
+      expect(pending.unsafePoll()).toBeNull()
       yield* TestClock.adjust(Duration.millis(1))
-      expect(yield* Effect.flip(Fiber.join(call))).toBeInstanceOf(OperationTimeout)
+      expect(yield* Effect.flip(Fiber.join(pending))).toBeInstanceOf(OperationTimeout)
       // Still out of the pool until it answers; the answer returns it.
       expect(fake.released).toEqual([])
       fake.answer("late")
@@ -59,11 +66,10 @@ describe("Gate.use", () => {
 
   it.effect("a connection silent past the grace is destroyed", () =>
     Effect.gen(function*() {
-      const gate = Gate.make(1)
-      const fake = fakeDriver(false)
-      const call = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      const { call, fake } = setup(1, false)
+      const pending = yield* Effect.fork(call())
       yield* TestClock.adjust(timeout)
-      expect(yield* Effect.flip(Fiber.join(call))).toBeInstanceOf(OperationTimeout)
+      expect(yield* Effect.flip(Fiber.join(pending))).toBeInstanceOf(OperationTimeout)
       yield* TestClock.adjust(grace)
       expect(fake.released).toHaveLength(1)
       expect(fake.released[0]?.message).toMatch(/connection destroyed/)
@@ -71,23 +77,21 @@ describe("Gate.use", () => {
 
   it.effect("an answer in time cancels the deadline", () =>
     Effect.gen(function*() {
-      const gate = Gate.make(1)
-      const fake = fakeDriver(false)
-      const call = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      const { call, fake } = setup(1, false)
+      const pending = yield* Effect.fork(call())
       yield* TestClock.adjust(Duration.millis(500))
       fake.answer("in time")
-      expect(yield* Fiber.join(call)).toBe("in time")
+      expect(yield* Fiber.join(pending)).toBe("in time")
       yield* TestClock.adjust(Duration.seconds(10))
       expect(fake.released).toEqual([undefined])
     }))
 
   it.effect("one timer keeps the deadlines of calls in flight together, passing over the ones answered", () =>
     Effect.gen(function*() {
-      const gate = Gate.make(2)
-      const fake = fakeDriver(false)
-      const first = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      const { call, fake } = setup(2, false)
+      const first = yield* Effect.fork(call())
       yield* TestClock.adjust(Duration.millis(500))
-      const second = yield* Effect.fork(Gate.use(gate, timeout, grace, "inspect", fake.driver))
+      const second = yield* Effect.fork(call("inspect"))
       yield* TestClock.adjust(Duration.millis(200))
       fake.answer("first")
       expect(yield* Fiber.join(first)).toBe("first")
@@ -97,9 +101,30 @@ describe("Gate.use", () => {
       yield* TestClock.adjust(Duration.millis(500))
       expect(yield* Effect.flip(Fiber.join(second))).toBeInstanceOf(OperationTimeout)
       // A call after the timer went idle gets a deadline of its own again.
-      const third = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", fake.driver))
+      const third = yield* Effect.fork(call())
       yield* TestClock.adjust(timeout)
       expect(yield* Effect.flip(Fiber.join(third))).toBeInstanceOf(OperationTimeout)
+    }))
+})
+
+describe("Gate.use's ending", () => {
+  it.effect("decodes the answer, and maps the gate's and the driver's errors, where the call ends", () =>
+    Effect.gen(function*() {
+      const ending: Gate.Ending<string, number, string> = {
+        answer: (result) => result === "at once" ? Effect.succeed(1) : Effect.fail(`odd answer: ${result}`),
+        failure: (error) => `failed: ${error.message}`
+      }
+      expect(yield* Gate.use(Gate.make(1), timeout, grace, "renew", fakeDriver(true).driver, ending)).toBe(1)
+      const slow = fakeDriver(false)
+      const gate = Gate.make(1)
+      const late = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", slow.driver, ending))
+      yield* TestClock.adjust(timeout)
+      expect(yield* Effect.flip(Fiber.join(late))).toBe("failed: no answer from the database within 1s")
+      const odd = yield* Effect.fork(Gate.use(Gate.make(1), timeout, grace, "renew", slow.driver, ending))
+      yield* Effect.yieldNow()
+      slow.answer("late")
+      slow.answer("odd")
+      expect(yield* Effect.flip(Fiber.join(odd))).toBe("odd answer: odd")
     }))
 })
 

@@ -83,7 +83,7 @@ const initial: State = {
 }
 
 /** A store effect that ended without one of its own errors: a defect, or an interruption. */
-const storeBroke = (operation: Operation, cause: Cause.Cause<never>): StoreError =>
+const storeBroke = (operation: Operation, cause: Cause.Cause<unknown>): StoreError =>
   Option.match(Cause.dieOption(cause), {
     onSome: (defect) =>
       new StoreError({ operation, retryable: false, reason: `store defect: ${String(defect)}`, cause: defect }),
@@ -336,20 +336,28 @@ export const make = (
           return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
         })
       )
+    // One step settles the call: an answer ("no record" is one too) is
+    // recorded; an error of the store's is the caller's to report; anything
+    // else the store's effect ends with on the caller's fiber (a defect) is a
+    // fatal StoreError, except an interruption, which is the caller's.
     const call = <A, E>(
       operation: Operation,
       effect: Effect.Effect<A, E>,
       fence?: bigint
     ): Effect.Effect<A, E | StoreError> =>
-      (onCaller
-        ? Effect.catchAllDefect(effect, (defect) => Effect.fail(storeBroke(operation, Cause.die(defect))))
-        : apart(operation, effect)).pipe(
-        Effect.tapBoth({
-          onSuccess: () => answered(operation),
-          // "No record" is an answer too; the other errors are the caller's to report.
-          onFailure: (error) => Predicate.isTagged(error, "NoLease") ? answered(operation) : Effect.void
-        }),
-        instrumentation.span(operation, fence)
+      instrumentation.span(operation, fence)(
+        Effect.matchCauseEffect(onCaller ? effect : apart(operation, effect), {
+          onSuccess: (value) => Effect.as(answered(operation), value),
+          onFailure: (cause): Effect.Effect<never, E | StoreError> => {
+            const error = Cause.failureOption(cause)
+            if (Option.isSome(error)) {
+              return Predicate.isTagged(error.value, "NoLease")
+                ? Effect.zipRight(answered(operation), Effect.failCause(cause))
+                : Effect.failCause(cause)
+            }
+            return Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.fail(storeBroke(operation, cause))
+          }
+        })
       )
 
     // Completed by the first answer of the store: failed with a fatal error
@@ -388,23 +396,23 @@ export const make = (
         fatalUnlogged = 0
       })
 
-    // Runs after every answer, so it changes the state only when an error clears.
-    const answered = (operation: Operation) =>
-      Effect.suspend(() => {
-        // Only a success of the operation that failed clears its error; a
-        // lost or expired lease is cleared by a lease this participant holds.
-        const clears = Option.exists(state.lastError, (error) =>
-          error._tag === "StoreError"
-            ? error.operation === operation
-            : operation === "renew" || operation === "acquire")
-        if (clears) commit({ ...state, lastError: Option.none() })
-        Deferred.unsafeDone(ready, Exit.void)
-        if (!fatal.delete(operation) || fatal.size > 0) return Effect.void
-        return Effect.zipRight(
-          instrumentation.storeFatal(false),
-          Effect.logError(`store calls succeed again (${operation}): no longer failing fatally`)
-        )
-      })
+    // Called at every answer, as it comes (so it changes the state only when
+    // an error clears); what it gives back is what remains to run.
+    const answered = (operation: Operation): Effect.Effect<void> => {
+      // Only a success of the operation that failed clears its error; a
+      // lost or expired lease is cleared by a lease this participant holds.
+      const clears = Option.exists(state.lastError, (error) =>
+        error._tag === "StoreError"
+          ? error.operation === operation
+          : operation === "renew" || operation === "acquire")
+      if (clears) commit({ ...state, lastError: Option.none() })
+      Deferred.unsafeDone(ready, Exit.void)
+      if (!fatal.delete(operation) || fatal.size > 0) return Effect.void
+      return Effect.zipRight(
+        instrumentation.storeFatal(false),
+        Effect.logError(`store calls succeed again (${operation}): no longer failing fatally`)
+      )
+    }
 
     const failed = (error: LastError) =>
       Effect.gen(function*() {

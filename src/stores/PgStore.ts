@@ -35,7 +35,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import type { Pool, PoolConfig } from "pg"
+import type { Pool, PoolConfig, QueryResult } from "pg"
 import { InvalidConfig } from "../ElectorError.js"
 import * as AnswersWithin from "../internal/answersWithin.js"
 import * as limits from "../internal/limits.js"
@@ -397,8 +397,16 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
     // A call let in just before its deadline is abandoned at once: its late
     // answer needs about a round trip, hence twice the timeout of grace.
     const slots = connections(pool, timeout, Duration.times(timeout, 2))
+    // The answer is decoded, and an error classified, where the call ends.
+    const runThen = <A, E>(
+      operation: Operation,
+      statement: string,
+      values: ReadonlyArray<Param>,
+      answer: (result: QueryResult<Row>) => Effect.Effect<A, E | StoreError>
+    ): Effect.Effect<A, E | StoreError> =>
+      query(slots, operation, statement, values, { answer, failure: (error) => toStoreError(operation, error) })
     const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
-      Effect.mapError(query(slots, operation, statement, values), (error) => toStoreError(operation, error))
+      runThen(operation, statement, values, Effect.succeed)
     const create = (statement: string) =>
       run("ensureSchema", statement, []).pipe(Effect.catchIf(lostCreateRace, () => Effect.void), Effect.asVoid)
     const lost = (name: string, identity: string, fence: bigint) => new LeaseLost({ name, identity, fence })
@@ -446,24 +454,30 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
       ),
       ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slotStore(name) }) }),
       acquire: (name, identity, ttl, payload) =>
-        run("acquire", sql.acquire, [name, identity, microseconds(ttl), bytes(payload)]).pipe(
-          Effect.map((result) => toLease(result.rows[0] ?? {}))
+        runThen(
+          "acquire",
+          sql.acquire,
+          [name, identity, microseconds(ttl), bytes(payload)],
+          (result) => Effect.succeed(toLease(result.rows[0] ?? {}))
         ),
       renew: (name, identity, fence, ttl, payload) =>
-        run("renew", sql.renew, [name, identity, fence.toString(), microseconds(ttl), bytes(payload)])
-          .pipe(
-            Effect.flatMap((result) =>
-              result.rows[0] === undefined
-                ? Effect.fail(new LeaseLost({ name, identity, fence }))
-                : Effect.succeed(toLease(result.rows[0]))
-            )
-          ),
+        runThen(
+          "renew",
+          sql.renew,
+          [name, identity, fence.toString(), microseconds(ttl), bytes(payload)],
+          (result) =>
+            result.rows[0] === undefined
+              ? Effect.fail(new LeaseLost({ name, identity, fence }))
+              : Effect.succeed(toLease(result.rows[0]))
+        ),
       release: (name, identity, fence) => Effect.asVoid(run("release", sql.release, [name, identity, fence.toString()])),
       inspect: (name) =>
-        run("inspect", sql.inspect, [name]).pipe(
-          Effect.flatMap((result) =>
+        runThen(
+          "inspect",
+          sql.inspect,
+          [name],
+          (result) =>
             result.rows[0] === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(toLease(result.rows[0]))
-          )
         ),
       list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
       advertise: (name, identity, { priority, version }, ttl) =>

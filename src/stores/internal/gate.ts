@@ -31,6 +31,7 @@
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Deadlines from "../../internal/deadlines.js"
 import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
@@ -129,6 +130,20 @@ export interface Driver<C, A> {
 }
 
 /**
+ * What the end of a call becomes: the driver's result, through `answer`
+ * (decoded, say), or an error of the gate or the driver, through `failure`
+ * (classified). Applied where the call ends, so that the caller's fiber runs
+ * no further step to map them.
+ */
+export interface Ending<A, B, E> {
+  readonly answer: (result: A) => Effect.Effect<B, E>
+  readonly failure: (error: Error) => E
+}
+
+/** The result, or the error, as they are. */
+export const asIs = <A>(): Ending<A, A, Error> => ({ answer: Effect.succeed, failure: identity })
+
+/**
  * One call through `gate` on `driver`'s pool, bounded by `timeout` (waiting
  * for a slot and a connection included): on expiry the caller gets an
  * {@link OperationTimeout} at once. See the module's note.
@@ -137,15 +152,16 @@ export interface Driver<C, A> {
  * `internal/deadlines.ts`), not `Effect.timeout`, which would run the call in
  * a fiber of its own beside a fiber that sleeps, and join them.
  */
-export const use = <C, A>(
+export const use = <C, A, B, E>(
   gate: Gate,
   timeout: Duration.Duration,
   grace: Duration.Duration,
   operation: Operation,
-  driver: Driver<C, A>
-): Effect.Effect<A, Error> =>
+  driver: Driver<C, A>,
+  ending: Ending<A, B, E>
+): Effect.Effect<B, E> =>
   Effect.clockWith((clock) =>
-    Effect.withFiberRuntime<A, Error>((fiber) => Effect.async<A, Error>((resume) => {
+    Effect.withFiberRuntime<B, E>((fiber) => Effect.async<B, E>((resume) => {
       const scheduler = fiber.currentScheduler
       // The caller has its answer, or stopped waiting (interrupted, timed out).
       let over = false
@@ -161,7 +177,7 @@ export const use = <C, A>(
         if (held !== undefined) driver.release(held, error)
         gate.leave()
       }
-      const answer = (result: Effect.Effect<A, Error>): void => {
+      const answer = (result: Effect.Effect<B, E>): void => {
         if (over) return
         over = true
         cancelDeadline?.()
@@ -184,7 +200,7 @@ export const use = <C, A>(
         driver.connect((error, connection) => {
           if (connection === undefined) {
             settle(undefined)
-            return answer(Effect.fail(error ?? new Error("the pool returned no connection")))
+            return answer(Effect.fail(ending.failure(error ?? new Error("the pool returned no connection"))))
           }
           if (over) {
             // Given up while connecting: the new connection is healthy.
@@ -194,17 +210,17 @@ export const use = <C, A>(
           held = connection
           driver.run(connection, (error, result) => {
             settle(error)
-            answer(error === undefined ? Effect.succeed(result) : Effect.fail(error))
+            answer(error === undefined ? ending.answer(result) : Effect.fail(ending.failure(error)))
           })
         })
       )
-      if (entered instanceof Saturated) return resume(Effect.fail(entered))
+      if (entered instanceof Saturated) return resume(Effect.fail(ending.failure(entered)))
       const ticket: Ticket = entered
       // Answered already, synchronously: no deadline to keep.
       if (over) return
       cancelDeadline = Deadlines.schedule(clock, scheduler, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(timeout), () => {
         abandon()
-        resume(Effect.fail(stackless(() => new OperationTimeout({ timeout }))))
+        resume(Effect.fail(ending.failure(stackless(() => new OperationTimeout({ timeout })))))
       })
       return Effect.sync(abandon)
     }))

@@ -109,13 +109,13 @@ export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => 
   const grace = Duration.times(timeout, 2)
   return {
     run: (operation, statements) =>
-      Gate.use<Mysql.PoolConnection, ReadonlyArray<unknown>>(gate, timeout, grace, operation, {
+      Gate.use<Mysql.PoolConnection, ReadonlyArray<unknown>, ReadonlyArray<unknown>, StoreError>(gate, timeout, grace, operation, {
         connect: (callback) =>
           pool.getConnection((error, connection) => callback(error ?? undefined, error === null ? connection : undefined)),
         run: (connection, callback) => send(connection, statements, severalPerRequest && statements.length > 1, callback),
         // Only a request that succeeded is known to have left no transaction open.
         release: (connection, error) => error === undefined ? connection.release() : connection.destroy()
-      }).pipe(Effect.mapError((cause) => storeError(operation, cause))),
+      }, { answer: Effect.succeed, failure: (cause) => storeError(operation, cause) }),
     timeout
   }
 }

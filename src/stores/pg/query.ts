@@ -53,13 +53,14 @@ export const connections = (pool: Pool, timeout: Duration.Duration, grace: Durat
  * statement when the query config carries a `name`, and this one never does),
  * so it is safe behind a transaction-pooling proxy.
  */
-export const query = (
+export const query = <A, E>(
   { gate, grace, pool, timeout }: Connections,
   operation: Operation,
   text: string,
-  values: ReadonlyArray<Param>
-): Effect.Effect<QueryResult<Row>, Error> =>
-  Gate.use<PoolClient, QueryResult<Row>>(gate, timeout, grace, operation, {
+  values: ReadonlyArray<Param>,
+  ending: Gate.Ending<QueryResult<Row>, A, E>
+): Effect.Effect<A, E> =>
+  Gate.use<PoolClient, QueryResult<Row>, A, E>(gate, timeout, grace, operation, {
     connect: (callback) => pool.connect((error, client) => callback(error ?? undefined, client)),
     run: (client, callback) => {
       // pg also reports socket failures to the active query's callback, which
@@ -73,4 +74,4 @@ export const query = (
     // An answer, even a server-reported error, leaves the connection in sync
     // and reusable; anything else (a dead socket, no answer) means it must go.
     release: (client, error) => client.release(error instanceof Pg.DatabaseError ? undefined : error)
-  })
+  }, ending)
