@@ -22,7 +22,7 @@ import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -396,8 +396,11 @@ export const layer = (
   Layer.scoped(Elector, Effect.tap(make(config), takePart))
 
 /** Runs the elector for the scope; under `failFast`, once its first store call has answered. */
-const takePart = (elector: ElectorShape): Effect.Effect<void, StoreError, Scope.Scope> =>
-  Effect.zipRight(Effect.forkScoped(elector.run), elector.config.failFast ? elector.ready : Effect.void)
+const takePart = (elector: ElectorShape, after: Duration.Duration = Duration.zero): Effect.Effect<void, StoreError, Scope.Scope> =>
+  Effect.zipRight(
+    Effect.forkScoped(Duration.isZero(after) ? elector.run : Effect.delay(elector.run, after)),
+    elector.config.failFast ? elector.ready : Effect.void
+  )
 
 /**
  * One election's status, in the merged stream of {@link Electors}.
@@ -461,7 +464,19 @@ export const joinAll = (
       (config) => Effect.map(validate(config), ({ identity }) => ({ ...config, identity }))
     )
     const electors = yield* Effect.forEach(checked, make)
-    yield* Effect.forEach(electors, takePart, { concurrency: "unbounded", discard: true })
+    // Started together, they would poll together, and a pool sized for their
+    // steady rate would shed most of that burst: the i-th of n starts i/n of
+    // its retryPeriod late, so that their first polls spread over one
+    // period. One whose first answer is awaited (failFast) starts at once.
+    yield* Effect.forEach(
+      electors,
+      (elector, i) =>
+        takePart(
+          elector,
+          elector.config.failFast ? Duration.zero : Duration.times(elector.config.retryPeriod, i / electors.length)
+        ),
+      { concurrency: "unbounded", discard: true }
+    )
     const changes = Stream.mergeAll(
       electors.map((elector) => Stream.map(elector.changes, (status) => ({ name: elector.config.name, status }))),
       { concurrency: "unbounded" }
