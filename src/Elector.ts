@@ -396,11 +396,8 @@ export const layer = (
   Layer.scoped(Elector, Effect.tap(make(config), takePart))
 
 /** Runs the elector for the scope; under `failFast`, once its first store call has answered. */
-const takePart = (elector: ElectorShape, after: Duration.Duration = Duration.zero): Effect.Effect<void, StoreError, Scope.Scope> =>
-  Effect.zipRight(
-    Effect.forkScoped(Duration.isZero(after) ? elector.run : Effect.delay(elector.run, after)),
-    elector.config.failFast ? elector.ready : Effect.void
-  )
+const takePart = (elector: ElectorShape): Effect.Effect<void, StoreError, Scope.Scope> =>
+  Effect.zipRight(Effect.forkScoped(elector.run), elector.config.failFast ? elector.ready : Effect.void)
 
 /**
  * One election's status, in the merged stream of {@link Electors}.
@@ -468,18 +465,26 @@ export const joinAll = (
     // steady rate would shed most of that burst: the i-th of n starts i/n of
     // its retryPeriod late, so that their first polls spread over one
     // period. One whose first answer is awaited (failFast) starts at once.
+    // Every run is forked from this one fiber: a fiber stays reachable from
+    // the fibers it forked for as long as they run, so a fiber per elector
+    // (forEach with concurrency) would be kept, ended, by each run.
+    yield* Effect.forEach(electors, (elector, i) => {
+      const after = elector.config.failFast
+        ? Duration.zero
+        : Duration.times(elector.config.retryPeriod, i / electors.length)
+      return Effect.forkScoped(Duration.isZero(after) ? elector.run : Effect.delay(elector.run, after))
+    }, { discard: true })
     yield* Effect.forEach(
-      electors,
-      (elector, i) =>
-        takePart(
-          elector,
-          elector.config.failFast ? Duration.zero : Duration.times(elector.config.retryPeriod, i / electors.length)
-        ),
+      electors.filter((elector) => elector.config.failFast),
+      (elector) => elector.ready,
       { concurrency: "unbounded", discard: true }
     )
-    const changes = Stream.mergeAll(
-      electors.map((elector) => Stream.map(elector.changes, (status) => ({ name: elector.config.name, status }))),
-      { concurrency: "unbounded" }
+    // Built when it is run: a merged stream holds objects per elector.
+    const changes = Stream.suspend(() =>
+      Stream.mergeAll(
+        electors.map((elector) => Stream.map(elector.changes, (status) => ({ name: elector.config.name, status }))),
+        { concurrency: "unbounded" }
+      )
     )
     return { electors, changes }
   })

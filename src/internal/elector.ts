@@ -177,13 +177,16 @@ export const make = (
     let adviser: Fiber.RuntimeFiber<void> | undefined
     const advising = (): Fiber.RuntimeFiber<void> | undefined =>
       adviser !== undefined && adviser.unsafePoll() === null ? adviser : undefined
-    const drain: Effect.Effect<void> = Effect.gen(function*() {
-      let next = advisory.shift()
-      while (next !== undefined) {
-        yield* next
-        next = advisory.shift()
-      }
-    }).pipe(annotate, Effect.withClock(clock))
+    // Built when a fiber starts, not kept: most electors have no advisory
+    // callbacks, and a thousand electors would each hold a copy.
+    const drain = (): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        let next = advisory.shift()
+        while (next !== undefined) {
+          yield* next
+          next = advisory.shift()
+        }
+      }).pipe(annotate, Effect.withClock(clock))
     const advise = (callback: Metrics.Callback, f: () => Effect.Effect<unknown>) =>
       Effect.suspend(() => {
         if (advisory.length >= adviceLimit) {
@@ -194,7 +197,7 @@ export const make = (
         }
         advisory.push(contain(callback, f))
         if (advising() !== undefined) return Effect.void
-        return Effect.asVoid(Effect.tap(Effect.forkDaemon(drain), (fiber) => {
+        return Effect.asVoid(Effect.tap(Effect.forkDaemon(drain()), (fiber) => {
           adviser = fiber
         }))
       })
@@ -235,7 +238,9 @@ export const make = (
       for (const subscriber of subscribers) subscriber.unsafeOffer(next)
     }
     const update = (f: (s: State) => State) => Effect.sync(() => commit(f(state)))
-    const states = Stream.unwrapScoped(Effect.map(
+    // Built for each subscription rather than once per elector: few
+    // electors are ever subscribed to, and a stream is a tree of objects.
+    const states = () => Stream.unwrapScoped(Effect.map(
       Effect.acquireRelease(
         Effect.flatMap(Queue.unbounded<State>(), (queue) =>
           Effect.sync(() => {
@@ -650,10 +655,14 @@ export const make = (
             const guard = yield* Effect.fork(watchdog(stop, wake))
             const first = renewalDelay(config.renewInterval, yield* Random.next, true)
             const renewer = yield* Effect.fork(renewals(fence, sentAt + Duration.unsafeToNanos(first), stop, wake))
-            const challenger = yield* Effect.fork(standing === undefined ? Effect.void : challenges(stop))
+            // No fiber at all for a participant that is no candidate.
+            const challenger = standing === undefined ? undefined : yield* Effect.fork(challenges(stop))
             return yield* Deferred.await(stop).pipe(
               Effect.ensuring(
-                Effect.zipRight(Fiber.interrupt(challenger), Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard)))
+                Effect.zipRight(
+                  challenger === undefined ? Effect.void : Fiber.interrupt(challenger),
+                  Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard))
+                )
               )
             )
           }),
@@ -768,11 +777,13 @@ export const make = (
     })
 
     // changes starts with the current state, so a term in progress is returned at once.
-    const leadership = states.pipe(
-      Stream.filterMap((s) => Option.map(s.term, (term) => term.leadership)),
-      Stream.runHead,
-      Effect.flatten,
-      Effect.orDie
+    const leadership = Effect.suspend(() =>
+      states().pipe(
+        Stream.filterMap((s) => Option.map(s.term, (term) => term.leadership)),
+        Stream.runHead,
+        Effect.flatten,
+        Effect.orDie
+      )
     )
 
     const resign = Effect.gen(function*() {
@@ -792,7 +803,7 @@ export const make = (
       unsafeIsLeader: () => leading() !== undefined,
       unsafeFence: () => leading()?.fence,
       status: Effect.sync(() => snapshot(state)),
-      changes: Stream.map(states, snapshot),
+      changes: Stream.suspend(() => Stream.map(states(), snapshot)),
       run,
       ready: Deferred.await(ready),
       leadership

@@ -39,30 +39,44 @@ const renewLatencyMillis = Metric.histogram(
   renewLatencyHistogram.description
 )
 
-/** @internal */
-export const make = (election: string, identity: string): Effect.Effect<Instrumentation, never, Scope.Scope> => {
+/** The metric updates of one election, the same for each of its participants. */
+interface Election {
+  /** Participants of this process that use it. */
+  users: number
+  readonly leading: Metric.Metric.Gauge<number>
+  readonly fatal: Metric.Metric.Gauge<number>
+  readonly termStarted: Effect.Effect<void>
+  readonly termEnded: (reason: Metrics.StepDownReason) => Effect.Effect<void>
+  readonly renewed: (latency: Duration.Duration) => Effect.Effect<void>
+  readonly storeFailed: (error: StoreError) => Effect.Effect<void>
+  readonly callbackFailed: (callback: Metrics.Callback, outcome: "failure" | "defect" | "interrupt") => Effect.Effect<void>
+  readonly callbackDropped: Effect.Effect<void>
+  readonly storeFatal: (failing: boolean) => Effect.Effect<void>
+}
+
+const election = (name: string): Election => {
   const tag = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>): Metric.Metric<Type, In, Out> =>
-    Metric.tagged(metric, "election", election)
+    Metric.tagged(metric, "election", name)
   const leading = tag(Metrics.isLeader)
+  const fatal = tag(Metrics.storeFatal)
   // Updated on every renewal and every failed call: see metricSeries.ts.
-  const latency = series(renewLatencyMillis, labels([["time_unit", "milliseconds"], ["election", election]]))
+  const latency = series(renewLatencyMillis, labels([["time_unit", "milliseconds"], ["election", name]]))
   const storeErrors = new Map<string, (n: number) => Effect.Effect<void>>()
   const storeError = (operation: Operation, kind: "retryable" | "fatal") => {
     const key = `${operation}/${kind}`
     let update = storeErrors.get(key)
     if (update === undefined) {
-      update = series(Metrics.storeErrors, labels([["election", election], ["operation", operation], ["kind", kind]]))
+      update = series(Metrics.storeErrors, labels([["election", name], ["operation", operation], ["kind", kind]]))
       storeErrors.set(key, update)
     }
     return update(1)
   }
-  const info = Metric.tagged(tag(Metrics.info), "identity", identity)
-  const announce = Effect.acquireRelease(Metric.set(info, 1), () => Metric.set(info, 0))
-  const storeFatal = tag(Metrics.storeFatal)
-  // The series are per election, shared by the participants of one process,
-  // so a term moves the gauge by one rather than setting it: a participant
-  // that joins (or follows) never resets what another one's term reported.
-  return Effect.as(Effect.zipRight(announce, Effect.zipRight(Metric.modify(leading, 0), Metric.set(storeFatal, 0))), {
+  const failing = Metric.set(fatal, 1)
+  const recovered = Metric.set(fatal, 0)
+  return {
+    users: 0,
+    leading,
+    fatal,
     termStarted: Effect.zipRight(Metric.increment(tag(Metrics.terms)), Metric.modify(leading, 1)),
     termEnded: (reason) =>
       Effect.zipRight(Metric.modify(leading, -1), Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))),
@@ -71,14 +85,65 @@ export const make = (election: string, identity: string): Effect.Effect<Instrume
     callbackFailed: (callback, outcome) =>
       Metric.increment(Metric.tagged(Metric.tagged(tag(Metrics.callbackFailures), "callback", callback), "outcome", outcome)),
     callbackDropped: Metric.increment(tag(Metrics.callbacksDropped)),
-    storeFatal: (failing) => Metric.set(storeFatal, failing ? 1 : 0),
-    span: (operation, fence) => (call) =>
-      Effect.tracerWith((tracer) =>
-        isNative(tracer) ? call : Effect.withSpan(call, `leaderelection.${operation}`, {
-          attributes: fence === undefined ? { election, identity } : { election, identity, fence: fence.toString() },
-          // The stack would be the elector's, the same for every call.
-          captureStackTrace: false
-        })
-      )
-  })
+    storeFatal: (on) => on ? failing : recovered
+  }
 }
+
+// The metric updates of each election that has a participant in this
+// process, shared by its participants: built once per election rather than
+// once per participant (a process may run thousands), and let go with its
+// last participant. Kept on globalThis, like the elector registry, so that
+// two copies of this module share them.
+const electionsKey = Symbol.for("effect-leaderelection/instrumentation")
+const elections: Map<string, Election> =
+  ((globalThis as Record<symbol, Map<string, Election> | undefined>)[electionsKey] ??= new Map())
+
+const join = (name: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      let shared = elections.get(name)
+      if (shared === undefined) {
+        shared = election(name)
+        elections.set(name, shared)
+      }
+      shared.users += 1
+      return shared
+    }),
+    (shared) =>
+      Effect.sync(() => {
+        shared.users -= 1
+        if (shared.users === 0) elections.delete(name)
+      })
+  )
+
+/** @internal */
+export const make = (name: string, identity: string): Effect.Effect<Instrumentation, never, Scope.Scope> =>
+  Effect.flatMap(join(name), (shared) => {
+    const info = Metric.tagged(Metric.tagged(Metrics.info, "election", name), "identity", identity)
+    const announce = Effect.acquireRelease(Metric.set(info, 1), () => Metric.set(info, 0))
+    // The series are per election, shared by the participants of one process,
+    // so a term moves the gauge by one rather than setting it: a participant
+    // that joins (or follows) never resets what another one's term reported.
+    return Effect.as(
+      Effect.zipRight(announce, Effect.zipRight(Metric.modify(shared.leading, 0), Metric.set(shared.fatal, 0))),
+      {
+        termStarted: shared.termStarted,
+        termEnded: shared.termEnded,
+        renewed: shared.renewed,
+        storeFailed: shared.storeFailed,
+        callbackFailed: shared.callbackFailed,
+        callbackDropped: shared.callbackDropped,
+        storeFatal: shared.storeFatal,
+        span: (operation, fence) => (call) =>
+          Effect.tracerWith((tracer) =>
+            isNative(tracer) ? call : Effect.withSpan(call, `leaderelection.${operation}`, {
+              attributes: fence === undefined
+                ? { election: name, identity }
+                : { election: name, identity, fence: fence.toString() },
+              // The stack would be the elector's, the same for every call.
+              captureStackTrace: false
+            })
+          )
+      }
+    )
+  })

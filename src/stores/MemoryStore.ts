@@ -15,6 +15,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as limits from "../internal/limits.js"
+import { stackless } from "../internal/stackless.js"
 import type { Lease } from "../Lease.js"
 import { type Candidacy, type Candidate, LeaseLost, NoLease, type SlotRecord, Store, type StoreShape } from "../Store.js"
 
@@ -199,7 +200,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
         atomically((now) => {
           const row = rows.get(name)
           return row === undefined
-            ? Effect.fail(new NoLease({ name }))
+            ? Effect.fail(stackless(() => new NoLease({ name })))
             : Effect.succeed(toLease(name, row, now))
         }),
       slots: {

@@ -69,6 +69,7 @@ import type { Lease } from "../Lease.js"
 import { InvalidConfig } from "../ElectorError.js"
 import * as AnswersWithin from "../internal/answersWithin.js"
 import * as limits from "../internal/limits.js"
+import { stackless } from "../internal/stackless.js"
 import {
   type Candidate,
   LeaseLost,
@@ -519,7 +520,7 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
       one("inspect", Sql.inspect(table), [name]).pipe(
         Effect.flatMap((result) => {
           const row = rows(result)[0]
-          return row === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(Sql.toLease(name, row))
+          return row === undefined ? Effect.fail(stackless(() => new NoLease({ name }))) : Effect.succeed(Sql.toLease(name, row))
         })
       ),
     list: Effect.map(one("inspect", Sql.list(table), []), (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row))),

@@ -39,6 +39,7 @@ import type { Pool, PoolConfig, QueryResult } from "pg"
 import { InvalidConfig } from "../ElectorError.js"
 import * as AnswersWithin from "../internal/answersWithin.js"
 import * as limits from "../internal/limits.js"
+import { stackless } from "../internal/stackless.js"
 import type { Lease } from "../Lease.js"
 import {
   type Candidate,
@@ -477,7 +478,9 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
           sql.inspect,
           [name],
           (result) =>
-            result.rows[0] === undefined ? Effect.fail(new NoLease({ name })) : Effect.succeed(toLease(result.rows[0]))
+            result.rows[0] === undefined
+              ? Effect.fail(stackless(() => new NoLease({ name })))
+              : Effect.succeed(toLease(result.rows[0]))
         ),
       list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
       advertise: (name, identity, { priority, version }, ttl) =>
