@@ -104,15 +104,20 @@ const outcome = (cause: Cause.Cause<unknown>): "failure" | "defect" | "interrupt
 const registryKey = Symbol.for("effect-leaderelection/electors")
 const alive: Set<string> = ((globalThis as Record<symbol, Set<string> | undefined>)[registryKey] ??= new Set())
 
-/** Claims (name, identity) in this process for as long as the scope lives. */
+/**
+ * Claims (name, identity) in this process for as long as the scope lives.
+ * The release goes straight on the scope: `Effect.acquireRelease` would keep a
+ * copy of the fiber's FiberRefs for it, which a plain set deletion has no use
+ * for.
+ */
 const register = (name: string, identity: string) => {
   const key = JSON.stringify([name, identity])
-  return Effect.acquireRelease(
-    Effect.suspend(() =>
-      alive.has(key) ? Effect.fail(new DuplicateIdentity({ name, identity })) : Effect.sync(() => alive.add(key))
-    ),
-    () => Effect.sync(() => alive.delete(key))
-  )
+  return Effect.uninterruptible(Effect.flatMap(Effect.scope, (scope) =>
+    Effect.suspend(() => {
+      if (alive.has(key)) return Effect.fail(new DuplicateIdentity({ name, identity }))
+      alive.add(key)
+      return Scope.addFinalizer(scope, Effect.sync(() => alive.delete(key)))
+    })))
 }
 
 /**
@@ -201,10 +206,9 @@ export const make = (
           adviser = fiber
         }))
       })
-    // At shutdown, after `run` has stopped (finalizers run in reverse order):
-    // the callbacks still queued get at most operationTimeout.
-    yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => {
+    // At shutdown, after `run` has stopped (see `runner` below): the
+    // callbacks still queued get at most operationTimeout.
+    const settleAdvice: Effect.Effect<void> = Effect.suspend(() => {
         const running = advising()
         if (running === undefined) return Effect.void
         // Interruptible, so that the race does not wait for its loser.
@@ -224,7 +228,6 @@ export const make = (
           )
         )
       })
-    )
 
     // The state is a plain variable, so that reading it takes no fiber: the
     // deadline is compared with the clock on every read (isLeader, fence,
@@ -367,7 +370,21 @@ export const make = (
 
     // Completed by the first answer of the store: failed with a fatal error
     // under failFast, succeeded otherwise.
-    const ready = yield* Deferred.make<void, StoreError>()
+    // Kept as an Exit, with a Deferred only once someone waits before it is
+    // settled: few ever do, and a Deferred per elector is half a kilobyte.
+    let readiness: Exit.Exit<void, StoreError> | undefined
+    let readyWaiter: Deferred.Deferred<void, StoreError> | undefined
+    const settleReady = (exit: Exit.Exit<void, StoreError>): void => {
+      if (readiness !== undefined) return
+      readiness = exit
+      if (readyWaiter !== undefined) Deferred.unsafeDone(readyWaiter, exit)
+      readyWaiter = undefined
+    }
+    const ready: Effect.Effect<void, StoreError> = Effect.suspend(() => {
+      if (readiness !== undefined) return readiness
+      readyWaiter ??= Deferred.unsafeMake<void, StoreError>(FiberId.none)
+      return Deferred.await(readyWaiter)
+    })
 
     // Operations currently failing with fatal errors, and when that was last logged.
     const fatal = new Set<Operation>()
@@ -411,7 +428,7 @@ export const make = (
           ? error.operation === operation
           : operation === "renew" || operation === "acquire")
       if (clears) commit({ ...state, lastError: Option.none() })
-      Deferred.unsafeDone(ready, Exit.void)
+      settleReady(Exit.void)
       if (!fatal.delete(operation) || fatal.size > 0) return Effect.void
       return Effect.zipRight(
         instrumentation.storeFatal(false),
@@ -424,8 +441,7 @@ export const make = (
         yield* update((s) => ({ ...s, lastError: Option.some(error) }))
         if (error._tag === "LeaseExpiredLocally") return yield* Effect.logWarning(error.message)
         // Any answer of the store, an error included, makes the elector ready.
-        if (config.failFast && Store.isFatal(error)) yield* Deferred.fail(ready, error)
-        else yield* Deferred.succeed(ready, undefined)
+        settleReady(config.failFast && Store.isFatal(error) ? Exit.fail(error) : Exit.void)
         if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
         yield* instrumentation.storeFailed(error)
         if (error.retryable) return yield* Effect.logWarning(error.message)
@@ -753,7 +769,11 @@ export const make = (
 
     // The fiber running `run`, so that closing the elector's scope stops it.
     let runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined
-    yield* Effect.addFinalizer(() => runner === undefined ? Effect.void : Fiber.interrupt(runner))
+    // One finalizer for both, in this order: each `addFinalizer` keeps a copy
+    // of the fiber's FiberRefs, and a process may run thousands of electors.
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(runner === undefined ? Effect.void : Fiber.interrupt(runner), settleAdvice)
+    )
 
     const run: Effect.Effect<never, AlreadyRunning> = Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
       if (runner !== undefined) return new AlreadyRunning({ name, identity })
@@ -763,7 +783,7 @@ export const make = (
         // else, say so loudly rather than linger as a silent non-participant.
         // (Interrupting `run` from outside skips this: that is how it stops.)
         Effect.tapErrorCause((cause) =>
-          Effect.zipRight(Effect.logFatal("the elector stopped", cause), Deferred.failCause(ready, cause))
+          Effect.zipRight(Effect.logFatal("the elector stopped", cause), Effect.sync(() => settleReady(Exit.failCause(cause))))
         ),
         Effect.ensuring(Effect.zipRight(
           withdrawal,
@@ -805,7 +825,7 @@ export const make = (
       status: Effect.sync(() => snapshot(state)),
       changes: Stream.suspend(() => Stream.map(states(), snapshot)),
       run,
-      ready: Deferred.await(ready),
+      ready,
       leadership
     }
   })

@@ -98,52 +98,50 @@ const electionsKey = Symbol.for("effect-leaderelection/instrumentation")
 const elections: Map<string, Election> =
   ((globalThis as Record<symbol, Map<string, Election> | undefined>)[electionsKey] ??= new Map())
 
-const join = (name: string) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      let shared = elections.get(name)
-      if (shared === undefined) {
-        shared = election(name)
-        elections.set(name, shared)
-      }
-      shared.users += 1
-      return shared
-    }),
-    (shared) =>
-      Effect.sync(() => {
-        shared.users -= 1
-        if (shared.users === 0) elections.delete(name)
-      })
-  )
+const join = (name: string): Election => {
+  let shared = elections.get(name)
+  if (shared === undefined) {
+    shared = election(name)
+    elections.set(name, shared)
+  }
+  shared.users += 1
+  return shared
+}
+
+const leave = (name: string, shared: Election): void => {
+  shared.users -= 1
+  if (shared.users === 0) elections.delete(name)
+}
 
 /** @internal */
-export const make = (name: string, identity: string): Effect.Effect<Instrumentation, never, Scope.Scope> =>
-  Effect.flatMap(join(name), (shared) => {
-    const info = Metric.tagged(Metric.tagged(Metrics.info, "election", name), "identity", identity)
-    const announce = Effect.acquireRelease(Metric.set(info, 1), () => Metric.set(info, 0))
+export const make = (name: string, identity: string): Effect.Effect<Instrumentation, never, Scope.Scope> => {
+  const info = series(Metrics.info, labels([["election", name], ["identity", identity]]))
+  // One release for both: each release keeps a copy of the fiber's FiberRefs.
+  const joined = Effect.acquireRelease(
+    Effect.zipLeft(Effect.sync(() => join(name)), info(1)),
+    (shared) => Effect.zipRight(info(0), Effect.sync(() => leave(name, shared)))
+  )
+  return Effect.flatMap(joined, (shared) =>
     // The series are per election, shared by the participants of one process,
     // so a term moves the gauge by one rather than setting it: a participant
     // that joins (or follows) never resets what another one's term reported.
-    return Effect.as(
-      Effect.zipRight(announce, Effect.zipRight(Metric.modify(shared.leading, 0), Metric.set(shared.fatal, 0))),
-      {
-        termStarted: shared.termStarted,
-        termEnded: shared.termEnded,
-        renewed: shared.renewed,
-        storeFailed: shared.storeFailed,
-        callbackFailed: shared.callbackFailed,
-        callbackDropped: shared.callbackDropped,
-        storeFatal: shared.storeFatal,
-        span: (operation, fence) => (call) =>
-          Effect.tracerWith((tracer) =>
-            isNative(tracer) ? call : Effect.withSpan(call, `leaderelection.${operation}`, {
-              attributes: fence === undefined
-                ? { election: name, identity }
-                : { election: name, identity, fence: fence.toString() },
-              // The stack would be the elector's, the same for every call.
-              captureStackTrace: false
-            })
-          )
-      }
-    )
-  })
+    Effect.as(Effect.zipRight(Metric.modify(shared.leading, 0), Metric.set(shared.fatal, 0)), {
+      termStarted: shared.termStarted,
+      termEnded: shared.termEnded,
+      renewed: shared.renewed,
+      storeFailed: shared.storeFailed,
+      callbackFailed: shared.callbackFailed,
+      callbackDropped: shared.callbackDropped,
+      storeFatal: shared.storeFatal,
+      span: (operation, fence) => (call) =>
+        Effect.tracerWith((tracer) =>
+          isNative(tracer) ? call : Effect.withSpan(call, `leaderelection.${operation}`, {
+            attributes: fence === undefined
+              ? { election: name, identity }
+              : { election: name, identity, fence: fence.toString() },
+            // The stack would be the elector's, the same for every call.
+            captureStackTrace: false
+          })
+        )
+    }))
+}
