@@ -1,4 +1,7 @@
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -8,6 +11,7 @@ import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
+import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
@@ -775,26 +779,49 @@ export const make = (
       Effect.zipRight(runner === undefined ? Effect.void : Fiber.interrupt(runner), settleAdvice)
     )
 
-    const run: Effect.Effect<never, AlreadyRunning> = Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
-      if (runner !== undefined) return new AlreadyRunning({ name, identity })
-      runner = fiber
-      return follow.pipe(
-        // Nothing the store or user code does ends the loop; should anything
-        // else, say so loudly rather than linger as a silent non-participant.
-        // (Interrupting `run` from outside skips this: that is how it stops.)
-        Effect.tapErrorCause((cause) =>
-          Effect.zipRight(Effect.logFatal("the elector stopped", cause), Effect.sync(() => settleReady(Exit.failCause(cause))))
-        ),
-        Effect.ensuring(Effect.zipRight(
-          withdrawal,
-          Effect.sync(() => {
-            runner = undefined
-          })
-        )),
-        Effect.withClock(clock),
-        annotate
+    // The loop runs with the elector's clock and log annotations, set on the
+    // fiber and put back when it stops, as `Effect.withClock` and
+    // `Effect.annotateLogs` would do: each of those keeps frames on the
+    // fiber's stack for as long as the loop runs, a few kilobytes per elector.
+    const setting = (services: Context.Context<DefaultServices.DefaultServices>, annotations: HashMap.HashMap<string, unknown>) =>
+      Effect.zipRight(
+        FiberRef.set(DefaultServices.currentServices, services),
+        FiberRef.set(FiberRef.currentLogAnnotations, annotations)
       )
-    })
+    const run: Effect.Effect<never, AlreadyRunning> = Effect.uninterruptibleMask((restore) =>
+      Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
+        if (runner !== undefined) return new AlreadyRunning({ name, identity })
+        runner = fiber
+        const services = fiber.getFiberRef(DefaultServices.currentServices)
+        const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
+        const loop = follow.pipe(
+          // Nothing the store or user code does ends the loop; should anything
+          // else, say so loudly rather than linger as a silent non-participant.
+          // (Interrupting `run` from outside skips this: that is how it stops.)
+          Effect.tapErrorCause((cause) =>
+            Effect.zipRight(Effect.logFatal("the elector stopped", cause), Effect.sync(() => settleReady(Exit.failCause(cause))))
+          )
+        )
+        return Effect.zipRight(
+          setting(
+            Context.add(services, Clock.Clock, clock),
+            HashMap.set(HashMap.set(annotations, "election", name), "identity", identity)
+          ),
+          Effect.ensuring(
+            restore(loop),
+            Effect.zipRight(
+              withdrawal,
+              Effect.zipRight(
+                Effect.sync(() => {
+                  runner = undefined
+                }),
+                setting(services, annotations)
+              )
+            )
+          )
+        )
+      })
+    )
 
     // changes starts with the current state, so a term in progress is returned at once.
     const leadership = Effect.suspend(() =>
