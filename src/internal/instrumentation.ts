@@ -1,11 +1,11 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import type * as Tracer from "effect/Tracer"
 import * as Metrics from "../Metrics.js"
 import type { Operation, StoreError } from "../Store.js"
-import { labels, renewLatencyHistogram, series } from "./metricSeries.js"
+import { labels, renewLatencyHistogram, series, withFiberLabels } from "./metricSeries.js"
 
 /**
  * The metrics and spans of one participant. Metrics are tagged with the
@@ -115,11 +115,28 @@ const leave = (name: string, shared: Election): void => {
 
 /** @internal */
 export const make = (name: string, identity: string): Effect.Effect<Instrumentation, never, Scope.Scope> => {
-  const info = series(Metrics.info, labels([["election", name], ["identity", identity]]))
-  // One release for both: each release keeps a copy of the fiber's FiberRefs.
-  const joined = Effect.acquireRelease(
-    Effect.zipLeft(Effect.sync(() => join(name)), info(1)),
-    (shared) => Effect.zipRight(info(0), Effect.sync(() => leave(name, shared)))
+  const infoTags = labels([["election", name], ["identity", identity]])
+  // The info series is set now and reset when the scope closes, in the
+  // series of this moment (the fiber's metric labels included). The release
+  // goes straight on the scope: `Effect.acquireRelease` would keep a copy of
+  // the fiber's FiberRefs for it, per participant.
+  const joined = Effect.uninterruptible(
+    Effect.flatMap(Effect.scope, (scope) =>
+      Effect.flatMap(withFiberLabels(infoTags), (tags) =>
+        Effect.suspend(() => {
+          const shared = join(name)
+          Metrics.info.unsafeUpdate(1, tags)
+          return Effect.as(
+            Scope.addFinalizer(
+              scope,
+              Effect.sync(() => {
+                Metrics.info.unsafeUpdate(0, tags)
+                leave(name, shared)
+              })
+            ),
+            shared
+          )
+        })))
   )
   return Effect.flatMap(joined, (shared) =>
     // The series are per election, shared by the participants of one process,

@@ -48,5 +48,14 @@ export const series = <Type, In, Out>(
   tags: ReadonlyArray<MetricLabel.MetricLabel>
 ) =>
 (input: In): Effect.Effect<void> =>
-  Effect.flatMap(FiberRef.get(FiberRef.currentMetricLabels), (extra) =>
-    Effect.sync(() => metric.unsafeUpdate(input, extra.length === 0 ? tags : Arr.union(tags, extra))))
+  Effect.flatMap(withFiberLabels(tags), (all) => Effect.sync(() => metric.unsafeUpdate(input, all)))
+
+/**
+ * `tags` plus the fiber's metric labels, as `Metric.update` would add them.
+ *
+ * @internal
+ */
+export const withFiberLabels = (
+  tags: ReadonlyArray<MetricLabel.MetricLabel>
+): Effect.Effect<ReadonlyArray<MetricLabel.MetricLabel>> =>
+  Effect.map(FiberRef.get(FiberRef.currentMetricLabels), (extra) => extra.length === 0 ? tags : Arr.union(tags, extra))
