@@ -213,25 +213,25 @@ export const make = (
     // At shutdown, after `run` has stopped (see `runner` below): the
     // callbacks still queued get at most operationTimeout.
     const settleAdvice: Effect.Effect<void> = Effect.suspend(() => {
-        const running = advising()
-        if (running === undefined) return Effect.void
-        // Interruptible, so that the race does not wait for its loser.
-        return Effect.raceFirst(
-          Effect.interruptible(Effect.as(Fiber.await(running), true)),
-          Effect.interruptible(Effect.as(clock.sleep(config.operationTimeout), false))
-        ).pipe(
-          Effect.flatMap((drained) =>
-            drained ? Effect.void : Effect.zipRight(
-              Effect.logWarning(
-                `advisory callbacks still running at shutdown after operationTimeout (${
-                  formatDuration(config.operationTimeout)
-                }): interrupted`
-              ).pipe(annotate),
-              Fiber.interruptFork(running)
-            )
+      const running = advising()
+      if (running === undefined) return Effect.void
+      // Interruptible, so that the race does not wait for its loser.
+      return Effect.raceFirst(
+        Effect.interruptible(Effect.as(Fiber.await(running), true)),
+        Effect.interruptible(Effect.as(clock.sleep(config.operationTimeout), false))
+      ).pipe(
+        Effect.flatMap((drained) =>
+          drained ? Effect.void : Effect.zipRight(
+            Effect.logWarning(
+              `advisory callbacks still running at shutdown after operationTimeout (${
+                formatDuration(config.operationTimeout)
+              }): interrupted`
+            ).pipe(annotate),
+            Fiber.interruptFork(running)
           )
         )
-      })
+      )
+    })
 
     // The state is a plain variable, so that reading it takes no fiber: the
     // deadline is compared with the clock on every read (isLeader, fence,
@@ -372,10 +372,10 @@ export const make = (
         })
       )
 
-    // Completed by the first answer of the store: failed with a fatal error
-    // under failFast, succeeded otherwise.
-    // Kept as an Exit, with a Deferred only once someone waits before it is
-    // settled: few ever do, and a Deferred per elector is half a kilobyte.
+    // Settled by the first answer of the store: failed with a fatal error
+    // under failFast, succeeded otherwise. Kept as an Exit, with a Deferred
+    // only for a wait that starts before it is settled: few callers wait at
+    // all, and a Deferred per elector is half a kilobyte.
     let readiness: Exit.Exit<void, StoreError> | undefined
     let readyWaiter: Deferred.Deferred<void, StoreError> | undefined
     const settleReady = (exit: Exit.Exit<void, StoreError>): void => {
@@ -783,7 +783,10 @@ export const make = (
     // fiber and put back when it stops, as `Effect.withClock` and
     // `Effect.annotateLogs` would do: each of those keeps frames on the
     // fiber's stack for as long as the loop runs, a few kilobytes per elector.
-    const setting = (services: Context.Context<DefaultServices.DefaultServices>, annotations: HashMap.HashMap<string, unknown>) =>
+    const setting = (
+      services: Context.Context<DefaultServices.DefaultServices>,
+      annotations: HashMap.HashMap<string, unknown>
+    ) =>
       Effect.zipRight(
         FiberRef.set(DefaultServices.currentServices, services),
         FiberRef.set(FiberRef.currentLogAnnotations, annotations)
@@ -799,7 +802,10 @@ export const make = (
           // else, say so loudly rather than linger as a silent non-participant.
           // (Interrupting `run` from outside skips this: that is how it stops.)
           Effect.tapErrorCause((cause) =>
-            Effect.zipRight(Effect.logFatal("the elector stopped", cause), Effect.sync(() => settleReady(Exit.failCause(cause))))
+            Effect.zipRight(
+              Effect.logFatal("the elector stopped", cause),
+              Effect.sync(() => settleReady(Exit.failCause(cause)))
+            )
           )
         )
         return Effect.zipRight(

@@ -199,6 +199,8 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
       inspect: (name) =>
         atomically((now) => {
           const row = rows.get(name)
+          // Stackless: an empty election answers every poll with it, and a
+          // stack would keep the fiber that made it alive with the error.
           return row === undefined
             ? Effect.fail(stackless(() => new NoLease({ name })))
             : Effect.succeed(toLease(name, row, now))

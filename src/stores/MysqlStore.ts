@@ -520,7 +520,10 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
       one("inspect", Sql.inspect(table), [name]).pipe(
         Effect.flatMap((result) => {
           const row = rows(result)[0]
-          return row === undefined ? Effect.fail(stackless(() => new NoLease({ name }))) : Effect.succeed(Sql.toLease(name, row))
+          // Stackless: an empty election answers every poll with it.
+          return row === undefined
+            ? Effect.fail(stackless(() => new NoLease({ name })))
+            : Effect.succeed(Sql.toLease(name, row))
         })
       ),
     list: Effect.map(one("inspect", Sql.list(table), []), (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row))),
