@@ -76,6 +76,15 @@ type StepDown = "expired" | "lost" | "failed" | "resigned" | "preempted"
 /** A follower's next step: look at the record, or try to take it. */
 type Step = "poll" | "claim"
 
+/** The next step, and how long to wait for it (`undefined`: it follows at once). */
+interface Next {
+  readonly step: Step
+  readonly wait: Duration.Duration | undefined
+}
+
+/** The next step is a poll, at once. */
+const pollNow: Next = { step: "poll", wait: undefined }
+
 /** How many advisory callbacks may wait for the ones ahead of them. */
 const adviceLimit = 64
 
@@ -484,13 +493,15 @@ export const make = (
     // After polls or claims that failed in a row the wait grows (see
     // `backoff`), so that an overloaded store gets fewer polls; the first
     // answer resets it.
-    const pause = (seen?: { readonly lease: Lease.Lease; readonly replyAt: bigint }): Effect.Effect<Step> =>
-      Effect.flatMap(Random.next, (random) => {
+    // The wait is `follow`'s, once the step has returned: what a step built
+    // is garbage by then, rather than kept (and promoted) over the wait.
+    const pause = (seen?: { readonly lease: Lease.Lease; readonly replyAt: bigint }): Effect.Effect<Next> =>
+      Effect.map(Random.next, (random) => {
         const poll = backoff(config.retryPeriod, stepFailures, leaseDuration, random)
         const next = seen === undefined || Lease.isExpired(seen.lease)
           ? { claim: false, wait: poll }
           : nextStep(poll, Lease.ttl(seen.lease), Duration.nanos(nanos() - seen.replyAt))
-        return Effect.as(clock.sleep(next.wait), next.claim ? "claim" as const : "poll" as const)
+        return { step: next.claim ? "claim" : "poll", wait: next.wait }
       })
 
     // Advertises this participant (when it is a candidate) and returns the
@@ -689,7 +700,7 @@ export const make = (
         endTerm
       )
 
-    const claim: Effect.Effect<Step> = Effect.gen(function*() {
+    const claim: Effect.Effect<Next> = Effect.gen(function*() {
       const sentAt = nanos()
       const result = yield* Effect.either(call("acquire", store.acquire(name, identity, leaseDuration, payload)))
       const replyAt = nanos()
@@ -713,18 +724,17 @@ export const make = (
       // Won, but resigned while the claim was in flight.
       if (nanos() < heldOffUntil) {
         yield* releaseLease(lease.fence)
-        return "poll"
+        return pollNow
       }
       const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
       // Won, but with too little time left to prove it: the next poll gives it up.
       if (deadline <= nanos()) return yield* pause()
       const reason = yield* lead(lease.fence, sentAt, deadline)
       // The term's work failed: let a healthy participant take over.
-      if (reason === "failed") yield* clock.sleep(config.workFailureBackoff)
-      return "poll"
+      return reason === "failed" ? { step: "poll", wait: config.workFailureBackoff } : pollNow
     })
 
-    const poll: Effect.Effect<Step> = Effect.gen(function*() {
+    const poll: Effect.Effect<Next> = Effect.gen(function*() {
       const preferred = yield* rivals
       outranked = preferred.length > 0
       const seen = yield* Effect.either(call("inspect", store.inspect(name)))
@@ -756,7 +766,7 @@ export const make = (
     })
 
     const follow: Effect.Effect<never> = Effect.gen(function*() {
-      let step = "poll" as Step
+      let step: Step = "poll"
       while (true) {
         // Resigned: out of the election until the hold-off ends (a second resign extends it).
         let wait = heldOffUntil - nanos()
@@ -767,7 +777,9 @@ export const make = (
         }
         // Claiming at a seen lease's expiry skips the look at the record:
         // not while a preferred candidate is alive, which may claim it.
-        step = yield* (step === "claim" && !outranked ? claim : poll)
+        const next: Next = yield* (step === "claim" && !outranked ? claim : poll)
+        if (next.wait !== undefined) yield* clock.sleep(next.wait)
+        step = next.step
       }
     })
 
