@@ -40,18 +40,11 @@ const renewLatencyMillis = Metric.histogram(
 )
 
 /** The metric updates of one election, the same for each of its participants. */
-interface Election {
+interface Election extends Omit<Instrumentation, "span"> {
   /** Participants of this process that use it. */
   users: number
   readonly leading: Metric.Metric.Gauge<number>
   readonly fatal: Metric.Metric.Gauge<number>
-  readonly termStarted: Effect.Effect<void>
-  readonly termEnded: (reason: Metrics.StepDownReason) => Effect.Effect<void>
-  readonly renewed: (latency: Duration.Duration) => Effect.Effect<void>
-  readonly storeFailed: (error: StoreError) => Effect.Effect<void>
-  readonly callbackFailed: (callback: Metrics.Callback, outcome: "failure" | "defect" | "interrupt") => Effect.Effect<void>
-  readonly callbackDropped: Effect.Effect<void>
-  readonly storeFatal: (failing: boolean) => Effect.Effect<void>
 }
 
 const election = (name: string): Election => {
