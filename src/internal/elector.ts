@@ -637,8 +637,12 @@ export const make = (
           }
           yield* instrumentation.renewed(Duration.nanos(nanos() - sentAt))
           const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
+          const previous = Option.getOrUndefined(state.term)?.deadline
           yield* observe(result.right, deadline)
-          yield* Queue.offer(wake, undefined)
+          // A later deadline needs no wake: the watchdog's alarm goes off at
+          // the earlier one, and the next is set for the deadline then in
+          // force. Only an earlier one must move the alarm.
+          if (previous !== undefined && deadline < previous) yield* Queue.offer(wake, undefined)
           nextAt = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, false))
         }
       })
