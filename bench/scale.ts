@@ -380,16 +380,18 @@ const startRaw = (driver: RawDriver, rec: Recorder, prefix: string) => async ():
 const describe = (cause: Cause.Cause<unknown>): string =>
   Option.match(Cause.failureOption(cause), {
     onNone: () => "defect or interruption",
-    onSome: (error) =>
-      Predicate.isTagged(error, "StoreError") && Predicate.hasProperty(error, "cause") &&
-        Predicate.isTagged(error.cause, "Saturated")
+    onSome: (error) => {
+      const inner = Predicate.isTagged(error, "StoreError") && Predicate.hasProperty(error, "cause")
+        ? error.cause
+        : undefined
+      return Predicate.isTagged(inner, "Saturated")
         ? "shed"
-        : Predicate.isTagged(error, "StoreError") && Predicate.hasProperty(error, "cause") &&
-            Predicate.isTagged(error.cause, "OperationTimeout")
+        : Predicate.isTagged(inner, "OperationTimeout")
         ? "timed out"
         : Predicate.hasProperty(error, "_tag")
         ? String(error._tag)
         : "error"
+    }
   })
 
 const timedStore = (store: Store.StoreShape, rec: Recorder): Store.StoreShape => {

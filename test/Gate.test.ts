@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, TestClock } from "effect"
+import { identity } from "effect/Function"
 import * as Gate from "../src/stores/internal/gate.js"
 import { OperationTimeout } from "../src/stores/internal/sqlStore.js"
 
@@ -29,12 +30,15 @@ const fakeDriver = (immediate: boolean) => {
 const timeout = Duration.seconds(1)
 const grace = Duration.seconds(2)
 
+/** The driver's result, or the gate's or driver's error, as they are. */
+const asIs: Gate.Ending<string, string, Error> = { answer: Effect.succeed, failure: identity }
+
 /** A gate over `capacity` connections of a fake driver, and a call through it. */
 const setup = (capacity: number, immediate: boolean) => {
   const gate = Gate.make(capacity)
   const fake = fakeDriver(immediate)
   const call = (operation: "renew" | "inspect" = "renew") =>
-    Gate.use(gate, timeout, grace, operation, fake.driver, Gate.asIs<string>())
+    Gate.use(gate, timeout, grace, operation, fake.driver, asIs)
   return { fake, call }
 }
 

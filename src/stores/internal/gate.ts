@@ -31,7 +31,6 @@
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import { identity } from "effect/Function"
 import * as Deadlines from "../../internal/deadlines.js"
 import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
@@ -139,9 +138,6 @@ export interface Ending<A, B, E> {
   readonly answer: (result: A) => Effect.Effect<B, E>
   readonly failure: (error: Error) => E
 }
-
-/** The result, or the error, as they are. */
-export const asIs = <A>(): Ending<A, A, Error> => ({ answer: Effect.succeed, failure: identity })
 
 /**
  * One call through `gate` on `driver`'s pool, bounded by `timeout` (waiting
