@@ -12,10 +12,15 @@
  *   (`PgStore.makeFromPool` / `MysqlStore.makeFromPool`) on that pool size.
  *
  * Each phase runs in a process of its own (raw first), so that its RSS, heap
- * and GC are not the other phase's leftovers. Each warms up, then measures
+ * and GC are not the other phase's leftovers, on this script and the library
+ * compiled by tsc (into node_modules/.cache/bench-scale) and run by plain
+ * node, as an application runs the published package: not through tsx, whose
+ * transform gives every function a `name` property of its own (at 1,000 x 3,
+ * ~25 MB more heap and the CPU to match). Each warms up, then measures
  * for `--seconds`: CPU (process.cpuUsage, % of one core), GC pauses (% of
  * the window), renew latency p50/p99 (from the call to its answer,
- * time-outs included), event-loop delay p99 (perf_hooks), peak RSS,
+ * time-outs included), event-loop delay p99 (perf_hooks), peak RSS (and
+ * its peak over the window's first and last minute: flat or growing),
  * connections the pool opened, requests/s (queries sent on the driver's
  * connections), and elections with no participant that believes it leads
  * (sampled each second).
@@ -26,16 +31,24 @@
  * renew 750 ms, retry 500 ms, operationTimeout 500 ms; default: 15 s / 5 s /
  * 3 s / 3 s), --store pg|mysql|both (default pg), --seconds S (default 30),
  * --warmup S (default: 2 x retryPeriod + 2 s), --pool P (default 10),
- * --only raw|library. PostgreSQL from LE_PG_URL (default the shared test
+ * --only raw|library, --heap (also the heap left after a full collection at
+ * the window's start and each minute: a leak or a heap that only grows; the
+ * collections cost CPU, so leave it off for CPU figures), --max-old-space MB
+ * (node's --max-old-space-size for both phases' processes: V8 lets its heap
+ * grow to several times what is live before it collects, unless capped). PostgreSQL from LE_PG_URL (default the shared test
  * server), MariaDB from LE_MYSQL_URL. Each run uses a table of its own,
  * dropped at the end.
  */
 import { Cause, Duration, Effect, Exit, Logger, LogLevel, Option, Predicate, Scope } from "effect"
 import * as Mysql from "mysql2"
 import * as os from "node:os"
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
 import { parseArgs } from "node:util"
+import { setFlagsFromString } from "node:v8"
+import { runInNewContext } from "node:vm"
 import pg from "pg"
 import * as Elector from "../src/Elector.js"
 import * as AnswersWithin from "../src/internal/answersWithin.js"
@@ -55,6 +68,8 @@ const { values: args } = parseArgs({
     warmup: { type: "string" },
     pool: { type: "string", default: "10" },
     only: { type: "string" },
+    heap: { type: "boolean", default: false },
+    "max-old-space": { type: "string" },
     child: { type: "boolean", default: false }
   }
 })
@@ -75,6 +90,17 @@ const poolSize = Number(args.pool)
 const pgUrl = process.env["LE_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const mysqlUrl = process.env["LE_MYSQL_URL"] ?? "mysql://root@127.0.0.1:3306/test"
 const table = `bench_scale_${process.pid}`
+
+/**
+ * The heap left after a full collection (--heap: at the window's start, then
+ * each minute; the collections cost CPU, so the CPU figure is not comparable).
+ */
+const liveHeap = (): number => {
+  setFlagsFromString("--expose-gc")
+  const gc = runInNewContext("gc") as () => void
+  gc()
+  return process.memoryUsage().heapUsed / 2 ** 20
+}
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 const jittered = (period: number) => period / 2 + Math.random() * period / 2
@@ -140,6 +166,12 @@ interface Result {
   readonly renewP99: number
   readonly loopP99: number
   readonly rssMb: number
+  /** Peak RSS over the window's first and last minute (its first and last tenth if shorter): flat or growing. */
+  readonly rssFirstMb: number
+  readonly rssLastMb: number
+  /** With --heap: the heap left after a full collection, at the window's start and end. */
+  readonly heapFirstMb: number
+  readonly heapLastMb: number
   readonly connections: number
   readonly connectionsInWindow: number
   readonly statementsPerSecond: number
@@ -175,7 +207,8 @@ const measure = async (
   await sleep(warmup * 1000)
   const loop = monitorEventLoopDelay({ resolution: 10 })
   const leaderless: Array<number> = []
-  let rss = 0
+  const rss: Array<number> = []
+  const heap: Array<number> = args.heap ? [liveHeap()] : []
   const connectionsBefore = connections.total
   const statementsBefore = statementsSent
   rec.measuring = true
@@ -190,7 +223,8 @@ const measure = async (
   while (performance.now() - t0 < seconds * 1000) {
     await sleep(1000)
     leaderless.push(running.leaderless())
-    rss = Math.max(rss, process.memoryUsage().rss)
+    rss.push(process.memoryUsage().rss / 2 ** 20)
+    if (args.heap && rss.length % 60 === 0) heap.push(liveHeap())
   }
   const elapsed = performance.now() - t0
   const used = process.cpuUsage(cpu)
@@ -198,6 +232,7 @@ const measure = async (
   loop.disable()
   rec.measuring = false
   const statements = statementsSent - statementsBefore
+  const edge = Math.max(1, Math.min(60, Math.floor(rss.length / 10)))
   const connectionsInWindow = connections.total - connectionsBefore
   await running.stop()
   return {
@@ -207,7 +242,11 @@ const measure = async (
     renewP50: percentile(rec.renewMs, 50),
     renewP99: percentile(rec.renewMs, 99),
     loopP99: loop.percentile(99) / 1e6,
-    rssMb: rss / 2 ** 20,
+    rssMb: Math.max(...rss),
+    rssFirstMb: Math.max(...rss.slice(0, edge)),
+    rssLastMb: Math.max(...rss.slice(-edge)),
+    heapFirstMb: heap[0] ?? Number.NaN,
+    heapLastMb: heap.at(-1) ?? Number.NaN,
     connections: connections.total,
     connectionsInWindow,
     statementsPerSecond: statements / (elapsed / 1000),
@@ -557,7 +596,12 @@ const runApart = (store: "pg" | "mysql", phase: Result["phase"]): Promise<Result
   new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [...process.execArgv, process.argv[1]!, ...process.argv.slice(2), "--store", store, "--only", phase, "--child"],
+      [
+        ...(args["max-old-space"] === undefined ? [] : [`--max-old-space-size=${args["max-old-space"]}`]),
+        compiled,
+        ...process.argv.slice(2),
+        ...["--store", store, "--only", phase, "--child"]
+      ],
       { stdio: ["ignore", "pipe", "inherit"] }
     )
     let output = ""
@@ -575,6 +619,21 @@ const runApart = (store: "pg" | "mysql", phase: Result["phase"]): Promise<Result
   })
 
 const targets = { pg: { label: "PostgreSQL", open: () => pgTarget() }, mysql: { label: "MariaDB", open: () => mysqlTarget() } }
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+const outDir = path.join(root, "node_modules", ".cache", "bench-scale")
+/** This script as tsc compiles it, with the library it imports (see the header). */
+const compiled = path.join(outDir, "bench", "scale.js")
+
+const compile = () => {
+  const tsc = spawnSync(process.execPath, [
+    path.join(root, "node_modules", "typescript", "bin", "tsc"),
+    path.join(root, "bench", "scale.ts"),
+    ...["--outDir", outDir, "--rootDir", root, "--target", "ES2022", "--module", "NodeNext"],
+    ...["--moduleResolution", "NodeNext", "--types", "node", "--skipLibCheck", "--strict"]
+  ], { stdio: "inherit" })
+  if (tsc.status !== 0) throw new Error(`tsc exited with ${tsc.status}`)
+}
 
 const runStore = async (store: "pg" | "mysql"): Promise<void> => {
   if (args.child) {
@@ -603,6 +662,10 @@ const print = (store: string, results: ReadonlyArray<Result>) => {
     ["renew p99 (ms)", (r) => fixed(r.renewP99)],
     ["event-loop delay p99 (ms)", (r) => fixed(r.loopP99)],
     ["peak RSS (MB)", (r) => fixed(r.rssMb, 0)],
+    ["  first / last minute", (r) => `${fixed(r.rssFirstMb, 0)} / ${fixed(r.rssLastMb, 0)}`],
+    ...(args.heap
+      ? [["heap after full GC, start / end (MB)", (r: Result) => `${fixed(r.heapFirstMb)} / ${fixed(r.heapLastMb)}`] as const]
+      : []),
     ["connections opened (all / in window)", (r) => `${r.connections} / ${r.connectionsInWindow}`],
     ["requests/s (driver queries)", (r) => fixed(r.statementsPerSecond, 0)],
     ["store calls/s", (r) => fixed(r.callsPerSecond, 0)],
@@ -628,12 +691,15 @@ const main = async () => {
       `bench:scale: ${elections} elections x ${participants} participants in one process; ${args.timing} timing ` +
         `(lease ${timing.leaseDuration} ms, renew ${timing.renewInterval} ms, retry ${timing.retryPeriod} ms, ` +
         `operationTimeout ${timing.operationTimeout} ms); warm-up ${warmup} s, window ${seconds} s; ` +
-        `pool ${poolSize}; node ${process.version}; each phase in a process of its own; library logs at Error only`
+        `pool ${poolSize}; node ${process.version}` +
+        (args["max-old-space"] === undefined ? "" : ` --max-old-space-size=${args["max-old-space"]}`) +
+        `; each phase in a process of its own; library logs at Error only`
     )
     console.log(
       `machine: ${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at start`
     )
   }
+  if (!args.child) compile()
   if (args.store === "pg" || args.store === "both") await runStore("pg")
   if (args.store === "mysql" || args.store === "both") await runStore("mysql")
 }
