@@ -3,12 +3,29 @@
  * answer leaves less of the lease than the last one (the database's clock or
  * TTL moved) brings the end of the term forward, and the term's work is
  * interrupted then, not at the deadline in force before.
+ *
+ * And it is an alarm on the process's deadline timer, not a fiber: a term
+ * runs one fiber of its own, the renewals (it ran three: a watchdog waiting
+ * for a wake-up, an alarm fiber set again at each deadline, the renewals).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, TestClock } from "effect"
+import { Clock, Duration, Effect, Option, Supervisor, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
+import * as AnswersWithin from "../src/internal/answersWithin.js"
 import type * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
+import * as MemoryStore from "../src/stores/MemoryStore.js"
+
+/** Counts the fibers started under it. */
+class Started extends Supervisor.AbstractSupervisor<number> {
+  count = 0
+  get value() {
+    return Effect.sync(() => this.count)
+  }
+  override onStart() {
+    this.count++
+  }
+}
 
 describe("Watchdog", () => {
   it.scoped("ends the term at an earlier deadline a renewal brings", () =>
@@ -60,4 +77,22 @@ describe("Watchdog", () => {
       expect(stoppedAt! - renewedAt!).toBeGreaterThanOrEqual(1_900)
       expect(stoppedAt! - renewedAt!).toBeLessThanOrEqual(2_100)
     }))
+
+  it.scoped("holds no fiber: a term runs one fiber of its own, its renewals", () =>
+    Effect.gen(function*() {
+      // Calls on the elector's fiber (the store promises to answer in time),
+      // so that every fiber counted is the term's.
+      const db = yield* MemoryStore.make()
+      const store = AnswersWithin.promise({ ...db }, Duration.seconds(1))
+      const started = new Started()
+      const elector = yield* Elector.make({ name: "job", identity: "me", renewInterval: "5 seconds" }).pipe(
+        Effect.provideService(Store.Store, store)
+      )
+      yield* Effect.forkScoped(Effect.supervised(elector.run, started))
+      // A minute of one term: twelve renewals, four deadlines gone by.
+      for (let i = 0; i < 60; i++) yield* TestClock.adjust(Duration.seconds(1))
+      expect(yield* elector.fence).toEqual(Option.some(1n))
+      expect(started.count).toBe(1)
+    }))
 })
+

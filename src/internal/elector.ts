@@ -17,6 +17,7 @@ import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
 import * as Runtime from "effect/Runtime"
+import type * as Scheduler from "effect/Scheduler"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ElectorConfig, ElectorShape, Status } from "../Elector.js"
@@ -584,41 +585,40 @@ export const make = (
       })
 
     // Ends the term at its deadline. It reads nothing but the clock and the
-    // deadline the renewals leave behind, so no store call can delay it.
-    // Loops are plain `while` loops in one generator: a generator that
-    // re-enters itself (`return yield* self()`) keeps one frame per
-    // iteration alive, for as long as the term lasts.
-    // It waits on `wake`, which each renewal signals, and which an alarm
-    // fiber signals at the deadline. A renewal that moves the deadline later
-    // leaves the alarm be: it goes off at the earlier instant, and the next
-    // is set for the deadline then in force. Only an earlier deadline, or an
-    // alarm gone off, sets a new one: not a fiber per renewal.
-    const watchdog = (stop: Deferred.Deferred<StepDown>, wake: Queue.Queue<void>): Effect.Effect<void> => {
-      let alarm: Fiber.RuntimeFiber<boolean> | undefined
+    // deadline the renewals leave behind, so no store call can delay it. It
+    // is an alarm on the process's deadline timer (deadlines.ts), not a
+    // fiber of its own: when it goes off, the term ends unless a renewal has
+    // moved the deadline later since, and then the next alarm is set for the
+    // deadline in force. A renewal that moves the deadline later leaves the
+    // alarm be; only an earlier one moves it.
+    const watchdog = (stop: Deferred.Deferred<StepDown>, scheduler: Scheduler.Scheduler) => {
+      let disarm = (): void => {}
       let alarmAt = 0n
-      return Effect.gen(function*() {
-        const runtime = yield* Effect.runtime<never>()
-        while (true) {
-          const term = Option.getOrUndefined(state.term)
-          const now = nanos()
-          if (term === undefined || now >= term.deadline) return yield* Deferred.succeed(stop, "expired")
-          if (alarm === undefined || alarm.unsafePoll() !== null || term.deadline < alarmAt) {
-            alarm?.unsafeInterruptAsFork(FiberId.none)
-            alarmAt = term.deadline
-            alarm = Runtime.runFork(runtime)(
-              Effect.zipRight(clock.sleep(Duration.nanos(term.deadline - now)), Queue.offer(wake, undefined))
-            )
-          }
-          yield* Queue.take(wake)
+      const check = (): void => {
+        const term = Option.getOrUndefined(state.term)
+        if (term === undefined || nanos() >= term.deadline) {
+          Deferred.unsafeDone(stop, Exit.succeed("expired"))
+          return
         }
-      }).pipe(Effect.ensuring(Effect.sync(() => alarm?.unsafeInterruptAsFork(FiberId.none))))
+        alarmAt = term.deadline
+        disarm = Deadlines.schedule(clock, scheduler, alarmAt, check)
+      }
+      check()
+      return {
+        moved: (deadline: bigint): void => {
+          if (deadline >= alarmAt) return
+          disarm()
+          check()
+        },
+        disarm: () => disarm()
+      }
     }
 
     const renewals = (
       fence: bigint,
       firstAt: bigint,
       stop: Deferred.Deferred<StepDown>,
-      wake: Queue.Enqueue<void>
+      moved: (deadline: bigint) => void
     ): Effect.Effect<void> =>
       Effect.gen(function*() {
         let nextAt = firstAt
@@ -637,12 +637,8 @@ export const make = (
           }
           yield* instrumentation.renewed(Duration.nanos(nanos() - sentAt))
           const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
-          const previous = Option.getOrUndefined(state.term)?.deadline
           yield* observe(result.right, deadline)
-          // A later deadline needs no wake: the watchdog's alarm goes off at
-          // the earlier one, and the next is set for the deadline then in
-          // force. Only an earlier one must move the alarm.
-          if (previous !== undefined && deadline < previous) yield* Queue.offer(wake, undefined)
+          moved(deadline)
           nextAt = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, false))
         }
       })
@@ -685,18 +681,17 @@ export const make = (
         startTerm(fence, deadline),
         ({ stop }) =>
           Effect.gen(function*() {
-            const wake = yield* Queue.sliding<void>(1)
-            // Children of this fiber rather than daemons, so TestClock sees them.
-            const guard = yield* Effect.fork(watchdog(stop, wake))
+            const guard = watchdog(stop, yield* FiberRef.get(FiberRef.currentScheduler))
             const first = renewalDelay(config.renewInterval, yield* Random.next, true)
-            const renewer = yield* Effect.fork(renewals(fence, sentAt + Duration.unsafeToNanos(first), stop, wake))
+            // A child of this fiber rather than a daemon, so TestClock sees it.
+            const renewer = yield* Effect.fork(renewals(fence, sentAt + Duration.unsafeToNanos(first), stop, guard.moved))
             // No fiber at all for a participant that is no candidate.
             const challenger = standing === undefined ? undefined : yield* Effect.fork(challenges(stop))
             return yield* Deferred.await(stop).pipe(
               Effect.ensuring(
                 Effect.zipRight(
                   challenger === undefined ? Effect.void : Fiber.interrupt(challenger),
-                  Effect.zipRight(Fiber.interrupt(renewer), Fiber.interrupt(guard))
+                  Effect.zipRight(Fiber.interrupt(renewer), Effect.sync(guard.disarm))
                 )
               )
             )
