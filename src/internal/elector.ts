@@ -358,29 +358,39 @@ export const make = (
           return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
         })
       )
-    // One step settles the call: an answer ("no record" is one too) is
-    // recorded; an error of the store's is the caller's to report; anything
-    // else the store's effect ends with on the caller's fiber (a defect) is a
-    // fatal StoreError, except an interruption, which is the caller's.
-    const call = <A, E>(
+    // One step settles the call, into an Either, as `Effect.either` would
+    // give it (the loop's steps look at every outcome): an answer ("no
+    // record" is one too) is recorded; an error of the store's is the
+    // caller's to report; anything else the store's effect ends with on the
+    // caller's fiber (a defect) is a fatal StoreError, except an
+    // interruption, which is the caller's.
+    const attempt = <A, E>(
       operation: Operation,
       effect: Effect.Effect<A, E>,
       fence?: bigint
-    ): Effect.Effect<A, E | StoreError> =>
+    ): Effect.Effect<Either.Either<A, E | StoreError>> =>
       instrumentation.span(operation, fence)(
         Effect.matchCauseEffect(onCaller ? effect : apart(operation, effect), {
-          onSuccess: (value) => Effect.as(answered(operation), value),
-          onFailure: (cause): Effect.Effect<never, E | StoreError> => {
+          onSuccess: (value) => {
+            const rest = answered(operation)
+            return rest === undefined ? Effect.succeed(Either.right(value)) : Effect.as(rest, Either.right(value))
+          },
+          onFailure: (cause): Effect.Effect<Either.Either<A, E | StoreError>> => {
             const error = Cause.failureOption(cause)
             if (Option.isSome(error)) {
-              return Predicate.isTagged(error.value, "NoLease")
-                ? Effect.zipRight(answered(operation), Effect.failCause(cause))
-                : Effect.failCause(cause)
+              const left = Effect.succeed(Either.left(error.value))
+              return Predicate.isTagged(error.value, "NoLease") ? Effect.zipRight(answered(operation) ?? Effect.void, left) : left
             }
-            return Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.fail(storeBroke(operation, cause))
+            // An interruption only: it has no failure to strip, and stays the caller's.
+            return Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(Cause.stripFailures(cause))
+              : Effect.succeed(Either.left(storeBroke(operation, cause)))
           }
         })
       )
+    // The same, its outcome as the effect's: for the calls that only catch errors.
+    const call = <A, E>(operation: Operation, effect: Effect.Effect<A, E>, fence?: bigint) =>
+      Effect.flatMap(attempt(operation, effect, fence), (outcome): Effect.Effect<A, E | StoreError> => outcome)
 
     // Settled by the first answer of the store: failed with a fatal error
     // under failFast, succeeded otherwise. Kept as an Exit, with a Deferred
@@ -433,8 +443,8 @@ export const make = (
       })
 
     // Called at every answer, as it comes (so it changes the state only when
-    // an error clears); what it gives back is what remains to run.
-    const answered = (operation: Operation): Effect.Effect<void> => {
+    // an error clears); what it gives back is what remains to run, if anything.
+    const answered = (operation: Operation): Effect.Effect<void> | undefined => {
       // Only a success of the operation that failed clears its error; a
       // lost or expired lease is cleared by a lease this participant holds.
       const clears = Option.exists(state.lastError, (error) =>
@@ -443,7 +453,7 @@ export const make = (
           : operation === "renew" || operation === "acquire")
       if (clears) commit({ ...state, lastError: Option.none() })
       settleReady(Exit.void)
-      if (!fatal.delete(operation) || fatal.size > 0) return Effect.void
+      if (!fatal.delete(operation) || fatal.size > 0) return undefined
       return Effect.zipRight(
         instrumentation.storeFatal(false),
         Effect.logError(`store calls succeed again (${operation}): no longer failing fatally`)
@@ -626,9 +636,7 @@ export const make = (
           const wait = nextAt - nanos()
           if (wait > 0n) yield* clock.sleep(Duration.nanos(wait))
           const sentAt = nanos()
-          const result = yield* Effect.either(
-            call("renew", store.renew(name, identity, fence, leaseDuration, payload), fence)
-          )
+          const result = yield* attempt("renew", store.renew(name, identity, fence, leaseDuration, payload), fence)
           if (Either.isLeft(result)) {
             yield* failed(result.left)
             if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
@@ -701,7 +709,7 @@ export const make = (
 
     const claim: Effect.Effect<Next> = Effect.gen(function*() {
       const sentAt = nanos()
-      const result = yield* Effect.either(call("acquire", store.acquire(name, identity, leaseDuration, payload)))
+      const result = yield* attempt("acquire", store.acquire(name, identity, leaseDuration, payload))
       const replyAt = nanos()
       if (Either.isLeft(result)) {
         stepFailures = result.left.retryable ? stepFailures + 1 : 0
@@ -734,9 +742,9 @@ export const make = (
     })
 
     const poll: Effect.Effect<Next> = Effect.gen(function*() {
-      const preferred = yield* rivals
-      outranked = preferred.length > 0
-      const seen = yield* Effect.either(call("inspect", store.inspect(name)))
+      // No candidacy, no rivals: outranked stays false.
+      if (standing !== undefined) outranked = (yield* rivals).length > 0
+      const seen = yield* attempt("inspect", store.inspect(name))
       const replyAt = nanos()
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
         stepFailures = seen.left.retryable ? stepFailures + 1 : 0
