@@ -135,25 +135,58 @@ export const priority = (value: unknown, field = "priority"): Either.Either<numb
 export const version = (value: unknown, field = "version"): Either.Either<string | null, InvalidConfig> =>
   value === null ? Either.right(null) : text(field, value, maxVersionBytes)
 
-const first = (
-  checks: ReadonlyArray<Either.Either<unknown, InvalidConfig>>
-): Option.Option<InvalidConfig> => Option.firstSomeOf(checks.map(Either.getLeft))
+/** What is wrong with a checked value, if anything. */
+const problem = (check: Either.Either<unknown, InvalidConfig>): InvalidConfig | undefined =>
+  Either.isLeft(check) ? check.left : undefined
+
+/** How many passed strings a {@link remembering} check keeps before it starts over. */
+const remembered = 10_000
+
+/**
+ * `check`, which remembers the strings it passed: a store's calls carry the
+ * same few names and identities again and again, and checking one again (a
+ * scan for lone surrogates, a byte count) would be most of what guarding a
+ * call costs. It starts over once it holds {@link remembered}, so that a
+ * stream of distinct names cannot grow it.
+ */
+const remembering = (check: (value: unknown) => Either.Either<string, InvalidConfig>) => {
+  const passed = new Set<unknown>()
+  return (value: unknown): InvalidConfig | undefined => {
+    if (passed.has(value)) return undefined
+    const checked = check(value)
+    if (Either.isLeft(checked)) return checked.left
+    if (passed.size >= remembered) passed.clear()
+    passed.add(value)
+    return undefined
+  }
+}
 
 /** The candidate operations of `store`, guarded, when it has them. */
 const candidates = (
   store: StoreShape,
   guard: <A, E>(
     operation: Operation,
-    checks: ReadonlyArray<Either.Either<unknown, InvalidConfig>>,
+    invalid: InvalidConfig | undefined,
     call: () => Effect.Effect<A, E>
-  ) => Effect.Effect<A, E | StoreError>
+  ) => Effect.Effect<A, E | StoreError>,
+  checked: Checks
 ): Pick<StoreShape, "advertise" | "withdraw"> => {
   const { advertise, withdraw } = store
   return advertise === undefined || withdraw === undefined ? {} : {
     advertise: (n, i, c, ttl) =>
-      guard("advertise", [name(n), identity(i), priority(c.priority), version(c.version)], () => advertise(n, i, c, ttl)),
-    withdraw: (n, i) => guard("withdraw", [name(n), identity(i)], () => withdraw(n, i))
+      guard(
+        "advertise",
+        checked.name(n) ?? checked.identity(i) ?? problem(priority(c.priority)) ?? problem(version(c.version)),
+        () => advertise(n, i, c, ttl)
+      ),
+    withdraw: (n, i) => guard("withdraw", checked.name(n) ?? checked.identity(i), () => withdraw(n, i))
   }
+}
+
+/** The checks of names and identities, remembering what passed. */
+interface Checks {
+  readonly name: (value: unknown) => InvalidConfig | undefined
+  readonly identity: (value: unknown) => InvalidConfig | undefined
 }
 
 /**
@@ -164,33 +197,41 @@ const candidates = (
 export const enforce = <S extends StoreShape>(store: S): S => {
   const guard = <A, E>(
     operation: Operation,
-    checks: ReadonlyArray<Either.Either<unknown, InvalidConfig>>,
+    invalid: InvalidConfig | undefined,
     call: () => Effect.Effect<A, E>
   ): Effect.Effect<A, E | StoreError> =>
-    Option.match(first(checks), {
-      onNone: call,
-      onSome: (invalid) =>
-        Effect.fail(
-          new StoreError({ operation, retryable: false, reason: `${invalid.field}: ${invalid.reason}`, cause: invalid })
-        )
-    })
+    invalid === undefined
+      ? call()
+      : Effect.fail(
+        new StoreError({ operation, retryable: false, reason: `${invalid.field}: ${invalid.reason}`, cause: invalid })
+      )
+  const checked: Checks = { name: remembering((u) => name(u)), identity: remembering((u) => identity(u)) }
   const slots = store.slots
   return {
     ...store,
     ...(slots === undefined ? {} : {
       slots: {
         claim: (n, i, fence, j, at, reclaim) =>
-          guard("claimSlot", [name(n), identity(i), job(j), instant(at)], () => slots.claim(n, i, fence, j, at, reclaim)),
+          guard(
+            "claimSlot",
+            checked.name(n) ?? checked.identity(i) ?? problem(job(j)) ?? problem(instant(at)),
+            () => slots.claim(n, i, fence, j, at, reclaim)
+          ),
         complete: (n, i, fence, j, at) =>
-          guard("completeSlot", [name(n), identity(i), job(j), instant(at)], () => slots.complete(n, i, fence, j, at)),
-        last: (n, j) => guard("lastSlot", [name(n), job(j)], () => slots.last(n, j))
+          guard(
+            "completeSlot",
+            checked.name(n) ?? checked.identity(i) ?? problem(job(j)) ?? problem(instant(at)),
+            () => slots.complete(n, i, fence, j, at)
+          ),
+        last: (n, j) => guard("lastSlot", checked.name(n) ?? problem(job(j)), () => slots.last(n, j))
       }
     }),
-    acquire: (n, i, ttl, p) => guard("acquire", [name(n), identity(i), payload(p)], () => store.acquire(n, i, ttl, p)),
+    acquire: (n, i, ttl, p) =>
+      guard("acquire", checked.name(n) ?? checked.identity(i) ?? problem(payload(p)), () => store.acquire(n, i, ttl, p)),
     renew: (n, i, fence, ttl, p) =>
-      guard("renew", [name(n), identity(i), payload(p)], () => store.renew(n, i, fence, ttl, p)),
-    release: (n, i, fence) => guard("release", [name(n), identity(i)], () => store.release(n, i, fence)),
-    inspect: (n) => guard("inspect", [name(n)], () => store.inspect(n)),
-    ...candidates(store, guard)
+      guard("renew", checked.name(n) ?? checked.identity(i) ?? problem(payload(p)), () => store.renew(n, i, fence, ttl, p)),
+    release: (n, i, fence) => guard("release", checked.name(n) ?? checked.identity(i), () => store.release(n, i, fence)),
+    inspect: (n) => guard("inspect", checked.name(n), () => store.inspect(n)),
+    ...candidates(store, guard, checked)
   }
 }

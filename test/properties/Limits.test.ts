@@ -54,6 +54,24 @@ describe("documented limits", () => {
       { numRuns: 500 }
     ))
 
+  it("a store remembers only names that passed, and at most 10,000 of them", () => {
+    const fresh = Effect.runSync(MemoryStore.make())
+    const inspect = (name: string) => Effect.runSync(Effect.either(fresh.inspect(name)))
+    const refused = (name: string) => {
+      const result = inspect(name)
+      return Either.isLeft(result) && result.left._tag === "StoreError"
+    }
+    // Refused every time, not once.
+    expect([refused("bad\u0000"), refused("bad\u0000")]).toEqual([true, true])
+    // More distinct names than it keeps: it starts over, and still checks each one.
+    for (let i = 0; i < 10_050; i++) expect(refused(`name-${i}`)).toBe(false)
+    expect([refused("name-0"), refused("x".repeat(Lease.maxNameBytes + 1)), refused("name-10049")]).toEqual([
+      false,
+      true,
+      false
+    ])
+  })
+
   it("a payload is accepted exactly up to maxPayloadBytes", () =>
     fc.assert(
       fc.property(fc.integer({ min: 0, max: Lease.maxPayloadBytes + 10 }), (bytes) => {
