@@ -295,6 +295,9 @@ export const make = (
     }
 
     const timeout = Duration.unsafeToNanos(config.operationTimeout)
+    // Whether `run`'s fiber has a tracer that reads spans (see
+    // instrumentation.ts): read once when it starts, not at every call.
+    let traced = false
 
     // Every store call gives control back at operationTimeout, whatever the
     // store does with the interruption. A store that promises to answer
@@ -368,26 +371,26 @@ export const make = (
       operation: Operation,
       effect: Effect.Effect<A, E>,
       fence?: bigint
-    ): Effect.Effect<Either.Either<A, E | StoreError>> =>
-      instrumentation.span(operation, fence)(
-        Effect.matchCauseEffect(onCaller ? effect : apart(operation, effect), {
-          onSuccess: (value) => {
-            const rest = answered(operation)
-            return rest === undefined ? Effect.succeed(Either.right(value)) : Effect.as(rest, Either.right(value))
-          },
-          onFailure: (cause): Effect.Effect<Either.Either<A, E | StoreError>> => {
-            const error = Cause.failureOption(cause)
-            if (Option.isSome(error)) {
-              const left = Effect.succeed(Either.left(error.value))
-              return Predicate.isTagged(error.value, "NoLease") ? Effect.zipRight(answered(operation) ?? Effect.void, left) : left
-            }
-            // An interruption only: it has no failure to strip, and stays the caller's.
-            return Cause.isInterruptedOnly(cause)
-              ? Effect.failCause(Cause.stripFailures(cause))
-              : Effect.succeed(Either.left(storeBroke(operation, cause)))
+    ): Effect.Effect<Either.Either<A, E | StoreError>> => {
+      const settled = Effect.matchCauseEffect(onCaller ? effect : apart(operation, effect), {
+        onSuccess: (value) => {
+          const rest = answered(operation)
+          return rest === undefined ? Effect.succeed(Either.right(value)) : Effect.as(rest, Either.right(value))
+        },
+        onFailure: (cause): Effect.Effect<Either.Either<A, E | StoreError>> => {
+          const error = Cause.failureOption(cause)
+          if (Option.isSome(error)) {
+            const left = Effect.succeed(Either.left(error.value))
+            return Predicate.isTagged(error.value, "NoLease") ? Effect.zipRight(answered(operation) ?? Effect.void, left) : left
           }
+          // An interruption only: it has no failure to strip, and stays the caller's.
+          return Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(Cause.stripFailures(cause))
+            : Effect.succeed(Either.left(storeBroke(operation, cause)))
+        }
         })
-      )
+      return traced ? instrumentation.span(operation, fence)(settled) : settled
+    }
     // The same, its outcome as the effect's: for the calls that only catch errors.
     const call = <A, E>(operation: Operation, effect: Effect.Effect<A, E>, fence?: bigint) =>
       Effect.flatMap(attempt(operation, effect, fence), (outcome): Effect.Effect<A, E | StoreError> => outcome)
@@ -473,28 +476,28 @@ export const make = (
       })
 
     // Records what a store call saw, in one change of the state: with the
-    // term's new deadline when it is a renewal's answer.
-    const observe = (lease: Lease.Lease | undefined, deadline?: bigint): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
-          ? Option.none()
-          : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
-        const before = state.leader
-        commit({
-          ...state,
-          term: deadline === undefined ? state.term : Option.map(state.term, (t) => ({ ...t, deadline })),
-          leader: seen,
-          observedAt: Option.some(clock.unsafeCurrentTimeMillis())
-        })
-        if (Option.isNone(seen)) return Effect.void
-        const { fence, holder } = seen.value
-        if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return Effect.void
-        const announced = Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
-        const onNewLeader = input.onNewLeader
-        return onNewLeader === undefined
-          ? announced
-          : Effect.zipRight(announced, advise("onNewLeader", () => onNewLeader(holder, fence)))
+    // term's new deadline when it is a renewal's answer. What it gives back
+    // (a new leader to announce) is what remains to run, if anything.
+    const observe = (lease: Lease.Lease | undefined, deadline?: bigint): Effect.Effect<void> | undefined => {
+      const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
+        ? Option.none()
+        : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
+      const before = state.leader
+      commit({
+        ...state,
+        term: deadline === undefined ? state.term : Option.map(state.term, (t) => ({ ...t, deadline })),
+        leader: seen,
+        observedAt: Option.some(clock.unsafeCurrentTimeMillis())
       })
+      if (Option.isNone(seen)) return undefined
+      const { fence, holder } = seen.value
+      if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return undefined
+      const announced = Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
+      const onNewLeader = input.onNewLeader
+      return onNewLeader === undefined
+        ? announced
+        : Effect.zipRight(announced, advise("onNewLeader", () => onNewLeader(holder, fence)))
+    }
 
     // Waits a jittered retryPeriod, then polls; but after a reply (received
     // at `replyAt`) showing someone else's valid lease, claims at the instant
@@ -645,7 +648,8 @@ export const make = (
           }
           yield* instrumentation.renewed(Duration.nanos(nanos() - sentAt))
           const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
-          yield* observe(result.right, deadline)
+          const announce = observe(result.right, deadline)
+          if (announce !== undefined) yield* announce
           moved(deadline)
           nextAt = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, false))
         }
@@ -718,7 +722,8 @@ export const make = (
       }
       stepFailures = 0
       const lease = result.right
-      yield* observe(lease)
+      const announce = observe(lease)
+      if (announce !== undefined) yield* announce
       if (!Lease.isHeldBy(lease, identity)) return yield* pause({ lease, replyAt })
       // A fence a term of ours already used: the database clock stepped back
       // and revived a lease this participant had given up, or let expire.
@@ -753,7 +758,8 @@ export const make = (
       }
       stepFailures = 0
       const lease = Either.getOrUndefined(seen)
-      yield* observe(lease)
+      const announce = observe(lease)
+      if (announce !== undefined) yield* announce
       if (lease !== undefined && Lease.isHeldBy(lease, identity)) {
         // A valid lease of ours that no term of ours is using: an earlier term
         // that stepped down locally, or an acquire whose reply was lost. Give
@@ -814,6 +820,7 @@ export const make = (
       Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
         if (runner !== undefined) return new AlreadyRunning({ name, identity })
         runner = fiber
+        traced = !Instrumentation.isNative(fiber.currentTracer)
         const services = fiber.getFiberRef(DefaultServices.currentServices)
         const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
         const loop = follow.pipe(

@@ -21,14 +21,19 @@ export interface Instrumentation {
   readonly callbackFailed: (callback: Metrics.Callback, outcome: "failure" | "defect" | "interrupt") => Effect.Effect<void>
   readonly callbackDropped: Effect.Effect<void>
   readonly storeFatal: (failing: boolean) => Effect.Effect<void>
-  /** Runs a store call in a span named for its operation. */
+  /** Runs a store call in a span named for its operation (see {@link isNative}: a caller skips it without a tracer). */
   readonly span: (operation: Operation, fence: bigint | undefined) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
 
-// Effect's own tracer, which a fiber has unless the application installs
-// another: nothing reads its spans, so a store call skips making one.
 let nativeTracer: Tracer.Tracer | undefined
-const isNative = (tracer: Tracer.Tracer) => tracer === (nativeTracer ??= Effect.runSync(Effect.tracer))
+/**
+ * Whether `tracer` is Effect's own, which a fiber has unless the application
+ * installs another: nothing reads its spans, so a store call makes none.
+ *
+ * @internal
+ */
+export const isNative = (tracer: Tracer.Tracer): boolean =>
+  tracer === (nativeTracer ??= Effect.runSync(Effect.tracer))
 
 // Metrics.renewLatency without its time unit: renewals update it in
 // milliseconds, tagged as the timer would tag them. Its boundaries are the
@@ -144,14 +149,12 @@ export const make = (name: string, identity: string): Effect.Effect<Instrumentat
       callbackDropped: shared.callbackDropped,
       storeFatal: shared.storeFatal,
       span: (operation, fence) => (call) =>
-        Effect.tracerWith((tracer) =>
-          isNative(tracer) ? call : Effect.withSpan(call, `leaderelection.${operation}`, {
-            attributes: fence === undefined
-              ? { election: name, identity }
-              : { election: name, identity, fence: fence.toString() },
-            // The stack would be the elector's, the same for every call.
-            captureStackTrace: false
-          })
-        )
+        Effect.withSpan(call, `leaderelection.${operation}`, {
+          attributes: fence === undefined
+            ? { election: name, identity }
+            : { election: name, identity, fence: fence.toString() },
+          // The stack would be the elector's, the same for every call.
+          captureStackTrace: false
+        })
     }))
 }
