@@ -28,6 +28,8 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -156,8 +158,9 @@ export const use = <C, A, B, E>(
   driver: Driver<C, A>,
   ending: Ending<A, B, E>
 ): Effect.Effect<B, E> =>
-  Effect.clockWith((clock) =>
-    Effect.withFiberRuntime<B, E>((fiber) => Effect.async<B, E>((resume) => {
+  Effect.withFiberRuntime<B, E>((fiber) => {
+    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    return Effect.async<B, E>((resume) => {
       const scheduler = fiber.currentScheduler
       // The caller has its answer, or stopped waiting (interrupted, timed out).
       let over = false
@@ -219,5 +222,5 @@ export const use = <C, A, B, E>(
         resume(Effect.fail(ending.failure(stackless(() => new OperationTimeout({ timeout })))))
       })
       return Effect.sync(abandon)
-    }))
-  )
+    })
+  })
