@@ -5,22 +5,13 @@
  * deadline (see `call` in src/internal/elector.ts).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Supervisor, TestClock } from "effect"
+import { Duration, Effect, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
 import * as AnswersWithin from "../src/internal/answersWithin.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
+import { Started } from "./support/Started.js"
 
-/** Counts the fibers started under it. */
-class Started extends Supervisor.AbstractSupervisor<number> {
-  count = 0
-  get value() {
-    return Effect.sync(() => this.count)
-  }
-  override onStart() {
-    this.count++
-  }
-}
 
 /** Fibers started while a follower polls a lease someone else holds, for 20 s of 1 s polls. */
 const fibersWhilePolling = (within: Duration.DurationInput | undefined) =>

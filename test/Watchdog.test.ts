@@ -9,23 +9,14 @@
  * for a wake-up, an alarm fiber set again at each deadline, the renewals).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Option, Supervisor, TestClock } from "effect"
+import { Clock, Duration, Effect, Option, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
 import * as AnswersWithin from "../src/internal/answersWithin.js"
 import type * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
+import { Started } from "./support/Started.js"
 
-/** Counts the fibers started under it. */
-class Started extends Supervisor.AbstractSupervisor<number> {
-  count = 0
-  get value() {
-    return Effect.sync(() => this.count)
-  }
-  override onStart() {
-    this.count++
-  }
-}
 
 describe("Watchdog", () => {
   it.scoped("ends the term at an earlier deadline a renewal brings", () =>
