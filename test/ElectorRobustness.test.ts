@@ -23,6 +23,7 @@ import {
   TestClock
 } from "effect"
 import * as Elector from "../src/Elector.js"
+import * as AnswersWithin from "../src/internal/answersWithin.js"
 import * as Lease from "../src/Lease.js"
 import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
@@ -110,17 +111,33 @@ describe("Elector robustness", () => {
       expect(yield* elector.isLeader).toBe(false)
     }))
 
-  it.scoped("a store call that ends by interruption is a fatal store error, not the end of run", () =>
-    Effect.gen(function*() {
-      const db = yield* world
-      const store: Store.StoreShape = { ...db, inspect: () => Effect.interrupt }
-      const { elector, run } = yield* join(store, { name: "jobs", identity: "a" })
-      yield* seconds(10)
-      expect(run.unsafePoll()).toBeNull()
-      const error = Option.getOrThrow((yield* elector.status).lastError)
-      expect(error.message).toBe("inspect failed (fatal): the store call was interrupted")
-      expect(yield* Effect.flip(db.inspect("jobs"))).toBeInstanceOf(Store.NoLease)
-    }))
+  // In a fiber per call, or on the elector's fiber (a store that promises to
+  // answer within operationTimeout): the same outcome either way.
+  for (const onCaller of [false, true]) {
+    const where = onCaller ? " (on the elector's fiber)" : ""
+    it.scoped(`a store call that ends by interruption or a defect is a fatal store error, not the end of run${where}`, () =>
+      Effect.gen(function*() {
+        const db = yield* world
+        const shape: Store.StoreShape = { ...db, inspect: () => Effect.interrupt }
+        const store = onCaller ? AnswersWithin.promise(shape, Duration.seconds(1)) : shape
+        const { elector, run } = yield* join(store, { name: "jobs", identity: "a" })
+        yield* seconds(10)
+        expect(run.unsafePoll()).toBeNull()
+        const error = Option.getOrThrow((yield* elector.status).lastError)
+        expect(error.message).toBe("inspect failed (fatal): the store call was interrupted")
+        expect(yield* Effect.flip(db.inspect("jobs"))).toBeInstanceOf(Store.NoLease)
+        const dying = { ...db, inspect: () => Effect.die(new Error("injected")) }
+        const other = yield* join(onCaller ? AnswersWithin.promise(dying, Duration.seconds(1)) : dying, {
+          name: "jobs",
+          identity: "b"
+        })
+        yield* seconds(10)
+        expect(other.run.unsafePoll()).toBeNull()
+        expect(Option.getOrThrow((yield* other.elector.status).lastError).message).toBe(
+          "inspect failed (fatal): store defect: Error: injected"
+        )
+      }))
+  }
 
   it.scoped("defects in onNewLeader, onStoppedLeading and a term finalizer are contained: run goes on, the release happens", () =>
     Effect.gen(function*() {

@@ -365,8 +365,8 @@ export const make = (
     // give it (the loop's steps look at every outcome): an answer ("no
     // record" is one too) is recorded; an error of the store's is the
     // caller's to report; anything else the store's effect ends with on the
-    // caller's fiber (a defect) is a fatal StoreError, except an
-    // interruption, which is the caller's.
+    // caller's fiber (a defect, an interruption of its own) is a fatal
+    // StoreError, as it is when the call runs in a fiber of its own.
     const attempt = <A, E>(
       operation: Operation,
       effect: Effect.Effect<A, E>,
@@ -383,10 +383,10 @@ export const make = (
             const left = Effect.succeed(Either.left(error.value))
             return Predicate.isTagged(error.value, "NoLease") ? Effect.zipRight(answered(operation) ?? Effect.void, left) : left
           }
-          // An interruption only: it has no failure to strip, and stays the caller's.
-          return Cause.isInterruptedOnly(cause)
-            ? Effect.failCause(Cause.stripFailures(cause))
-            : Effect.succeed(Either.left(storeBroke(operation, cause)))
+          // A defect, or an interruption of the store's own: an interruption
+          // of the caller skips this step, or waits (uninterruptible) for the
+          // call to end, so it never ends a call here.
+          return Effect.succeed(Either.left(storeBroke(operation, cause)))
         }
         })
       return traced ? instrumentation.span(operation, fence)(settled) : settled
