@@ -381,14 +381,16 @@ export const make = (
           const error = Cause.failureOption(cause)
           if (Option.isSome(error)) {
             const left = Effect.succeed(Either.left(error.value))
-            return Predicate.isTagged(error.value, "NoLease") ? Effect.zipRight(answered(operation) ?? Effect.void, left) : left
+            return Predicate.isTagged(error.value, "NoLease")
+              ? Effect.zipRight(answered(operation) ?? Effect.void, left)
+              : left
           }
           // A defect, or an interruption of the store's own: an interruption
           // of the caller skips this step, or waits (uninterruptible) for the
           // call to end, so it never ends a call here.
           return Effect.succeed(Either.left(storeBroke(operation, cause)))
         }
-        })
+      })
       return traced ? instrumentation.span(operation, fence)(settled) : settled
     }
     // The same, its outcome as the effect's: for the calls that only catch errors.
