@@ -99,4 +99,15 @@ describe("Deadlines.schedule", () => {
       yield* TestClock.adjust(Duration.millis(100))
       expect(fired).toEqual(["after"])
     }))
+
+  it.effect("an expiry that throws does not stop the deadlines set before it that fall due later", () =>
+    Effect.gen(function*() {
+      const { fired, set } = yield* timer
+      set(100, () => {
+        throw new Error("boom")
+      })
+      set(200, () => fired.push("later"))
+      yield* TestClock.adjust(Duration.millis(200))
+      expect(fired).toEqual(["later"])
+    }))
 })

@@ -8,6 +8,7 @@
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -90,7 +91,13 @@ const run = (clock: Clock.Clock, timer: Timer): Effect.Effect<void> =>
       if (expire === undefined) continue
       next.expire = undefined
       timer.open -= 1
-      expire()
+      // A throw would end the fiber and, with it, every deadline after this
+      // one (an elector's watchdog alarm among them) until the next is set.
+      try {
+        expire()
+      } catch (error) {
+        yield* Effect.logError("a deadline's expiry threw; the deadlines after it are kept", Cause.die(error))
+      }
     }
     timer.fiber = undefined
   })
@@ -130,7 +137,7 @@ export const schedule = (
   const entry: Entry = { at, expire }
   push(timer.heap, entry)
   timer.open += 1
-  // None running, or it died (an `expire` that threw): a fresh one takes over.
+  // None running, or it was ended from outside: a fresh one takes over.
   if (timer.fiber === undefined || timer.fiber.unsafePoll() !== null) start(clock, scheduler, timer)
   else if (at < timer.wakeAt) {
     // Earlier than the instant the fiber sleeps until: a fresh one takes over.
