@@ -35,7 +35,10 @@
  * the window's start and each minute: a leak or a heap that only grows; the
  * collections cost CPU, so leave it off for CPU figures), --max-old-space MB
  * (node's --max-old-space-size for both phases' processes: V8 lets its heap
- * grow to several times what is live before it collects, unless capped). PostgreSQL from LE_PG_URL (default the shared test
+ * grow to several times what is live before it collects, unless capped),
+ * --rounds R (default 1: raw then library, R times in a row, a table each,
+ * then the CPU ratio of each round and their median: one round's ratio moves
+ * by ~15 % with the machine's noise). PostgreSQL from LE_PG_URL (default the shared test
  * server), MariaDB from LE_MYSQL_URL. Each run uses a table of its own,
  * dropped at the end.
  */
@@ -70,6 +73,7 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     heap: { type: "boolean", default: false },
     "max-old-space": { type: "string" },
+    rounds: { type: "string", default: "1" },
     child: { type: "boolean", default: false }
   }
 })
@@ -85,6 +89,7 @@ const retryDelay = Math.max(timing.renewInterval / 4, 50)
 const elections = Number(args.elections)
 const participants = 3
 const seconds = Number(args.seconds)
+const rounds = Number(args.rounds)
 const warmup = args.warmup === undefined ? (2 * timing.retryPeriod + 2_000) / 1000 : Number(args.warmup)
 const poolSize = Number(args.pool)
 const pgUrl = process.env["LE_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -641,9 +646,23 @@ const runStore = async (store: "pg" | "mysql"): Promise<void> => {
     console.log(`${resultPrefix}${JSON.stringify(result)}`)
     return
   }
-  const results: Array<Result> = []
-  for (const phase of phases) results.push(await runApart(store, phase))
-  print(targets[store].label, results)
+  const ratios: Array<number> = []
+  for (let round = 1; round <= rounds; round++) {
+    const results: Array<Result> = []
+    for (const phase of phases) results.push(await runApart(store, phase))
+    print(`${targets[store].label}${rounds > 1 ? ` (round ${round} of ${rounds})` : ""}`, results)
+    const [raw, library] = results
+    if (raw !== undefined && library !== undefined) ratios.push(library.cpuPercent / raw.cpuPercent)
+  }
+  if (ratios.length > 1) {
+    const sorted = [...ratios].sort((a, b) => a - b)
+    const mid = sorted.length >> 1
+    const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+    console.log(
+      `\n${targets[store].label}: CPU library / raw by round ${ratios.map((r) => `${fixed(r, 2)}x`).join(", ")}; ` +
+        `median ${fixed(median, 2)}x`
+    )
+  }
 }
 
 const phases: ReadonlyArray<Result["phase"]> = args.only === "raw"
