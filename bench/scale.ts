@@ -4,10 +4,11 @@
  *
  * - raw: a plain `pg` / `mysql2` loop per participant running the store's own
  *   SQL (the statements of src/stores/pg/sql.ts and
- *   src/stores/mysql/statements.ts) at the elector's rates (renewals every
- *   renewInterval, polls every jittered retryPeriod) on a pool of the same
- *   size, with no timeouts and no watchdog; on MariaDB a claim or renewal is
- *   one multi-statement request, as the store sends it on its own pool;
+ *   src/stores/mysql/statements.ts) at the elector's rates and jitter
+ *   (renewals every renewInterval less up to a tenth, polls every jittered
+ *   retryPeriod) on a pool of the same size, with no timeouts and no
+ *   watchdog; on MariaDB a claim or renewal is one multi-statement request,
+ *   as the store sends it on its own pool;
  * - library: the same elections through `Elector.joinAll` over one store
  *   (`PgStore.makeFromPool` / `MysqlStore.makeFromPool`) on that pool size.
  *
@@ -109,6 +110,8 @@ const liveHeap = (): number => {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 const jittered = (period: number) => period / 2 + Math.random() * period / 2
+/** The elector's renewal schedule (timing.ts `renewalDelay`): up to half early after a claim, a tenth after a renewal. */
+const renewalDelay = (first: boolean) => timing.renewInterval * (1 - (first ? 0.5 : 0.1) * Math.random())
 
 // ---------------------------------------------------------------------------
 // What each phase measures
@@ -379,7 +382,7 @@ const rawParticipant = (driver: RawDriver, rec: Recorder, name: string, identity
         return jittered(timing.retryPeriod)
       }
       deadline = sentAt + (renewed.expiresAt - renewed.now) - safetyMargin
-      return sentAt + timing.renewInterval - performance.now()
+      return sentAt + renewalDelay(false) - performance.now()
     }
     const seen = await timed("inspect", () => driver.inspect(name))
     if (seen !== undefined && seen.expiresAt > seen.now && seen.holder !== identity) return jittered(timing.retryPeriod)
@@ -387,7 +390,7 @@ const rawParticipant = (driver: RawDriver, rec: Recorder, name: string, identity
     if (claimed.holder !== identity || claimed.expiresAt <= claimed.now) return jittered(timing.retryPeriod)
     fence = claimed.fence
     deadline = sentAt + (claimed.expiresAt - claimed.now) - safetyMargin
-    return sentAt + timing.renewInterval - performance.now()
+    return sentAt + renewalDelay(true) - performance.now()
   }
   const done = (async () => {
     // Like the electors, every participant starts at once.
