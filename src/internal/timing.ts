@@ -28,7 +28,12 @@ export const defaultSafetyMargin = (leaseDuration: Duration.Duration): Duration.
  * @internal
  */
 export const jittered = (period: Duration.Duration, u: number): Duration.Duration =>
-  Duration.millis(Math.floor(Duration.toMillis(period) * (0.5 + u / 2)))
+  jitteredMillis(Duration.toMillis(period), u)
+
+// In plain milliseconds, so that a follower's step builds one Duration, the
+// wait it returns: these run at every poll of every elector.
+const jitteredMillis = (period: number, u: number): Duration.Duration =>
+  Duration.millis(Math.floor(period * (0.5 + u / 2)))
 
 /**
  * The longest a follower's poll period grows to after failed calls: this
@@ -58,7 +63,7 @@ export const backoff = (
 ): Duration.Duration => {
   const base = Duration.toMillis(period)
   const grown = base * 2 ** Math.min(failures, Math.log2(maxBackoffFactor))
-  return jittered(Duration.millis(Math.max(base, Math.min(grown, Duration.toMillis(cap)))), u)
+  return jitteredMillis(Math.max(base, Math.min(grown, Duration.toMillis(cap))), u)
 }
 
 /**
@@ -120,8 +125,12 @@ export const claimSlack = Duration.millis(1)
  *
  * @internal
  */
-export const untilClaimable = (ttl: Duration.Duration): Duration.Duration =>
-  Duration.millis(Math.ceil((Duration.toMillis(ttl) + Duration.toMillis(claimSlack)) * (1 + claimRateTolerance)))
+export const untilClaimable = (ttl: Duration.Duration): Duration.Duration => Duration.millis(untilClaimableMillis(ttl))
+
+const claimSlackMillis = Duration.toMillis(claimSlack)
+
+const untilClaimableMillis = (ttl: Duration.Duration): number =>
+  Math.ceil((Duration.toMillis(ttl) + claimSlackMillis) * (1 + claimRateTolerance))
 
 /**
  * A follower's next step after seeing someone else's valid lease: a claim at
@@ -137,6 +146,6 @@ export const nextStep = (
   ttl: Duration.Duration,
   elapsed: Duration.Duration
 ): { readonly claim: boolean; readonly wait: Duration.Duration } => {
-  const claim = Duration.millis(Math.max(0, Math.ceil(Duration.toMillis(untilClaimable(ttl)) - Duration.toMillis(elapsed))))
-  return Duration.lessThanOrEqualTo(claim, poll) ? { claim: true, wait: claim } : { claim: false, wait: poll }
+  const claim = Math.max(0, Math.ceil(untilClaimableMillis(ttl) - Duration.toMillis(elapsed)))
+  return claim <= Duration.toMillis(poll) ? { claim: true, wait: Duration.millis(claim) } : { claim: false, wait: poll }
 }
