@@ -511,14 +511,15 @@ export const make = (
     // answer resets it.
     // The wait is `follow`'s, once the step has returned: what a step built
     // is garbage by then, rather than kept (and promoted) over the wait.
-    const pause = (seen?: { readonly lease: Lease.Lease; readonly replyAt: bigint }): Effect.Effect<Next> =>
-      Effect.map(Random.next, (random) => {
-        const poll = backoff(config.retryPeriod, stepFailures, leaseDuration, random)
-        const next = seen === undefined || Lease.isExpired(seen.lease)
-          ? { claim: false, wait: poll }
-          : nextStep(poll, Lease.ttl(seen.lease), Duration.nanos(nanos() - seen.replyAt))
-        return { step: next.claim ? "claim" : "poll", wait: next.wait }
-      })
+    // `random` (in [0, 1), for the jitter) is drawn by the step, which yields
+    // anyway: a plain function here spares each poll an effect of its own.
+    const pause = (random: number, lease?: Lease.Lease, replyAt = 0n): Next => {
+      const poll = backoff(config.retryPeriod, stepFailures, leaseDuration, random)
+      const next = lease === undefined || Lease.isExpired(lease)
+        ? { claim: false, wait: poll }
+        : nextStep(poll, Lease.ttl(lease), Duration.nanos(nanos() - replyAt))
+      return { step: next.claim ? "claim" : "poll", wait: next.wait }
+    }
 
     // Advertises this participant (when it is a candidate) and returns the
     // live candidates it prefers to itself; none when the call fails.
@@ -720,20 +721,20 @@ export const make = (
       if (Either.isLeft(result)) {
         stepFailures = result.left.retryable ? stepFailures + 1 : 0
         yield* failed(result.left)
-        return yield* pause()
+        return pause(yield* Random.next)
       }
       stepFailures = 0
       const lease = result.right
       const announce = observe(lease)
       if (announce !== undefined) yield* announce
-      if (!Lease.isHeldBy(lease, identity)) return yield* pause({ lease, replyAt })
+      if (!Lease.isHeldBy(lease, identity)) return pause(yield* Random.next, lease, replyAt)
       // A fence a term of ours already used: the database clock stepped back
       // and revived a lease this participant had given up, or let expire.
       // Leading under it again would let the old term's late writes pass for
       // the new term's, so give it up: the next claim takes a fresh fence.
       if (lease.fence <= ledUnder) {
         yield* releaseLease(lease.fence)
-        return yield* pause()
+        return pause(yield* Random.next)
       }
       // Won, but resigned while the claim was in flight.
       if (nanos() < heldOffUntil) {
@@ -742,7 +743,7 @@ export const make = (
       }
       const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
       // Won, but with too little time left to prove it: the next poll gives it up.
-      if (deadline <= nanos()) return yield* pause()
+      if (deadline <= nanos()) return pause(yield* Random.next)
       const reason = yield* lead(lease.fence, sentAt, deadline)
       // The term's work failed: let a healthy participant take over.
       return reason === "failed" ? { step: "poll", wait: config.workFailureBackoff } : pollNow
@@ -756,7 +757,7 @@ export const make = (
       if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
         stepFailures = seen.left.retryable ? stepFailures + 1 : 0
         yield* failed(seen.left)
-        return yield* pause()
+        return pause(yield* Random.next)
       }
       stepFailures = 0
       const lease = Either.getOrUndefined(seen)
@@ -766,9 +767,9 @@ export const make = (
         // A valid lease of ours that no term of ours is using: an earlier term
         // that stepped down locally, or an acquire whose reply was lost. Give
         // it up, so that the next term is told apart by a fresh fence.
-        if (!(yield* releaseLease(lease.fence))) return yield* pause()
+        if (!(yield* releaseLease(lease.fence))) return pause(yield* Random.next)
       } else if (lease !== undefined && !Lease.isExpired(lease)) {
-        return yield* pause({ lease, replyAt })
+        return pause(yield* Random.next, lease, replyAt)
       }
       // Free, and a preferred candidate is alive: leave the lease to it, for
       // as long as a live candidate needs to claim it (it may have died since
@@ -776,7 +777,7 @@ export const make = (
       if (
         lease !== undefined && outranked &&
         lease.now.getTime() - lease.expiresAt.getTime() < Duration.toMillis(config.candidateTtl)
-      ) return yield* pause()
+      ) return pause(yield* Random.next)
       return yield* claim
     })
 
