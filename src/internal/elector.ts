@@ -481,10 +481,16 @@ export const make = (
     // term's new deadline when it is a renewal's answer. What it gives back
     // (a new leader to announce) is what remains to run, if anything.
     const observe = (lease: Lease.Lease | undefined, deadline?: bigint): Effect.Effect<void> | undefined => {
+      const before = state.leader
+      // The leader seen last time, seen again (as most answers show it), is
+      // kept as it is rather than built anew at every call. Its payload must
+      // be the very same object: a store that decodes it afresh gets a new one.
       const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
         ? Option.none()
+        : Option.isSome(before) && before.value.holder === lease.holder && before.value.fence === lease.fence &&
+            before.value.payload === lease.payload
+        ? before
         : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
-      const before = state.leader
       commit({
         ...state,
         term: deadline === undefined ? state.term : Option.map(state.term, (t) => ({ ...t, deadline })),
