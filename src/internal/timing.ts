@@ -1,6 +1,13 @@
 import * as Duration from "effect/Duration"
 import * as Lease from "../Lease.js"
 
+// Duration.toMillis, without the matcher it builds at every call (an object
+// and two closures): a follower's step reads a few durations at every poll.
+const millisOf = (duration: Duration.Duration): number => {
+  const value = duration.value
+  return value._tag === "Millis" ? value.millis : value._tag === "Nanos" ? Number(value.nanos) / 1_000_000 : Infinity
+}
+
 /** @internal */
 export const minRetryDelay = Duration.millis(50)
 
@@ -28,7 +35,7 @@ export const defaultSafetyMargin = (leaseDuration: Duration.Duration): Duration.
  * @internal
  */
 export const jittered = (period: Duration.Duration, u: number): Duration.Duration =>
-  jitteredMillis(Duration.toMillis(period), u)
+  jitteredMillis(millisOf(period), u)
 
 // In plain milliseconds, so that a follower's step builds one Duration, the
 // wait it returns: these run at every poll of every elector.
@@ -61,9 +68,9 @@ export const backoff = (
   cap: Duration.Duration,
   u: number
 ): Duration.Duration => {
-  const base = Duration.toMillis(period)
+  const base = millisOf(period)
   const grown = base * 2 ** Math.min(failures, Math.log2(maxBackoffFactor))
-  return jitteredMillis(Math.max(base, Math.min(grown, Duration.toMillis(cap))), u)
+  return jitteredMillis(Math.max(base, Math.min(grown, millisOf(cap))), u)
 }
 
 /**
@@ -94,7 +101,7 @@ export const localDeadline = (
  * @internal
  */
 export const renewalDelay = (interval: Duration.Duration, u: number, first: boolean): Duration.Duration =>
-  Duration.millis(Math.max(1, Math.floor(Duration.toMillis(interval) * (1 - (first ? 0.5 : 0.1) * u))))
+  Duration.millis(Math.max(1, Math.floor(millisOf(interval) * (1 - (first ? 0.5 : 0.1) * u))))
 
 /**
  * How much faster than the database's a follower's clock may run with its
@@ -130,7 +137,7 @@ export const untilClaimable = (ttl: Duration.Duration): Duration.Duration => Dur
 const claimSlackMillis = Duration.toMillis(claimSlack)
 
 const untilClaimableMillis = (ttl: Duration.Duration): number =>
-  Math.ceil((Duration.toMillis(ttl) + claimSlackMillis) * (1 + claimRateTolerance))
+  Math.ceil((millisOf(ttl) + claimSlackMillis) * (1 + claimRateTolerance))
 
 /**
  * A follower's next step after seeing someone else's valid lease: a claim at
@@ -146,6 +153,6 @@ export const nextStep = (
   ttl: Duration.Duration,
   elapsed: Duration.Duration
 ): { readonly claim: boolean; readonly wait: Duration.Duration } => {
-  const claim = Math.max(0, Math.ceil(untilClaimableMillis(ttl) - Duration.toMillis(elapsed)))
-  return claim <= Duration.toMillis(poll) ? { claim: true, wait: Duration.millis(claim) } : { claim: false, wait: poll }
+  const claim = Math.max(0, Math.ceil(untilClaimableMillis(ttl) - millisOf(elapsed)))
+  return claim <= millisOf(poll) ? { claim: true, wait: Duration.millis(claim) } : { claim: false, wait: poll }
 }
