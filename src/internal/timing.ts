@@ -132,27 +132,29 @@ export const claimSlack = Duration.millis(1)
  *
  * @internal
  */
-export const untilClaimable = (ttl: Duration.Duration): Duration.Duration => Duration.millis(untilClaimableMillis(ttl))
+export const untilClaimable = (ttl: Duration.Duration): Duration.Duration =>
+  Duration.millis(untilClaimableMillis(millisOf(ttl)))
 
 const claimSlackMillis = Duration.toMillis(claimSlack)
 
-const untilClaimableMillis = (ttl: Duration.Duration): number =>
-  Math.ceil((millisOf(ttl) + claimSlackMillis) * (1 + claimRateTolerance))
+const untilClaimableMillis = (ttl: number): number => Math.ceil((ttl + claimSlackMillis) * (1 + claimRateTolerance))
 
 /**
  * A follower's next step after seeing someone else's valid lease: a claim at
  * the instant the lease can first be claimed (see {@link untilClaimable},
  * counted from the reply, `elapsed` ago, and rounded up to a whole
  * millisecond) when that comes no later than the next poll, `poll` from now;
- * the poll otherwise, which a release is noticed by.
+ * the poll otherwise, which a release is noticed by. `ttl` and `elapsed` are
+ * in milliseconds, as a follower has them at every poll, without a Duration
+ * built for each.
  *
  * @internal
  */
 export const nextStep = (
   poll: Duration.Duration,
-  ttl: Duration.Duration,
-  elapsed: Duration.Duration
+  ttl: number,
+  elapsed: number
 ): { readonly claim: boolean; readonly wait: Duration.Duration } => {
-  const claim = Math.max(0, Math.ceil(untilClaimableMillis(ttl) - millisOf(elapsed)))
+  const claim = Math.max(0, Math.ceil(untilClaimableMillis(ttl) - elapsed))
   return claim <= millisOf(poll) ? { claim: true, wait: Duration.millis(claim) } : { claim: false, wait: poll }
 }
