@@ -56,6 +56,7 @@ import { runInNewContext } from "node:vm"
 import pg from "pg"
 import * as Elector from "../src/Elector.js"
 import * as AnswersWithin from "../src/internal/answersWithin.js"
+import * as Timing from "../src/internal/timing.js"
 import * as Store from "../src/Store.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as MysqlSql from "../src/stores/mysql/statements.js"
@@ -110,8 +111,9 @@ const liveHeap = (): number => {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 const jittered = (period: number) => period / 2 + Math.random() * period / 2
-/** The elector's renewal schedule (timing.ts `renewalDelay`): up to half early after a claim, a tenth after a renewal. */
-const renewalDelay = (first: boolean) => timing.renewInterval * (1 - (first ? 0.5 : 0.1) * Math.random())
+/** The elector's own renewal schedule (up to half early after a claim, a tenth after a renewal), in milliseconds. */
+const renewalDelay = (first: boolean) =>
+  Duration.toMillis(Timing.renewalDelay(Duration.millis(timing.renewInterval), Math.random(), first))
 
 // ---------------------------------------------------------------------------
 // What each phase measures
