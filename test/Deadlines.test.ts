@@ -3,10 +3,17 @@
  * order they fall whatever the order they were set in, a cancelled one never
  * fires, an earlier deadline set while the timer sleeps for a later one still
  * fires on time, and the timer's fiber stops once no deadline is open.
+ *
+ * And the waits of a loop kept on it: an elector stopped while it waits, as
+ * it almost always is, takes its deadline back, so the timer stops with the
+ * last elector (left, the deadline would keep it, and the process, alive).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, FiberRef, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber, FiberRef, Scope, TestClock } from "effect"
+import * as Elector from "../src/Elector.js"
 import * as Deadlines from "../src/internal/deadlines.js"
+import * as Store from "../src/Store.js"
+import * as MemoryStore from "../src/stores/MemoryStore.js"
 
 /** `set(ms, expire)` sets a deadline `ms` from now on the test's clock; `fired` collects what expiries push. */
 const timer = Effect.gen(function*() {
@@ -109,5 +116,48 @@ describe("Deadlines.schedule", () => {
       set(200, () => fired.push("later"))
       yield* TestClock.adjust(Duration.millis(200))
       expect(fired).toEqual(["later"])
+    }))
+})
+
+describe("Deadlines.waits", () => {
+  it.effect("a wait ends at its instant, or at once when interrupted; its deadline stays set until cancelled", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+      const waits = Deadlines.waits(clock, scheduler)
+      const at = (ms: number) => clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms))
+      const woken = yield* Effect.fork(Effect.as(waits.until(at(1_000)), "woken"))
+      yield* TestClock.adjust(Duration.millis(999))
+      expect(woken.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(yield* Fiber.join(woken)).toBe("woken")
+      // Interrupted: the fiber goes on at once, the deadline is still set.
+      const waiting = yield* Effect.fork(waits.until(at(60_000)))
+      yield* TestClock.adjust(Duration.millis(10))
+      yield* Fiber.interrupt(waiting)
+      Deadlines.quiesce(clock)
+      expect(Deadlines.fiberOf(clock)).toBeDefined()
+      waits.cancel()
+      Deadlines.quiesce(clock)
+      expect(Deadlines.fiberOf(clock)).toBeUndefined()
+    }))
+
+  it.effect("electors stopped while they wait, a leader and a follower, leave no deadline set", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const db = yield* MemoryStore.make()
+      const scope = yield* Scope.make()
+      const electors = yield* Effect.forEach(["a", "b"], (identity) =>
+        Elector.make({ name: "waits", identity }).pipe(
+          Effect.provideService(Store.Store, db),
+          Scope.extend(scope)
+        ))
+      yield* Effect.forEach(electors, (elector) => Effect.forkIn(elector.run, scope))
+      yield* TestClock.adjust(Duration.seconds(30))
+      expect(yield* Effect.forEach(electors, (elector) => elector.isLeader)).toEqual([true, false])
+      expect(Deadlines.fiberOf(clock)).toBeDefined()
+      yield* Scope.close(scope, Exit.void)
+      // The last elector to stop stops the timer: nothing of theirs is left on it.
+      expect(Deadlines.fiberOf(clock)).toBeUndefined()
     }))
 })

@@ -397,11 +397,13 @@ describe("Elector robustness", () => {
       const logs = yield* captureLogs
       const db = yield* world
       yield* db.acquire("jobs", "x", Duration.minutes(1), null)
-      // A clock that breaks: the follower's pause dies.
+      // A clock that breaks: the follower's first look at it dies.
       const broken: Clock.Clock = {
         [Clock.ClockTypeId]: Clock.ClockTypeId,
         unsafeCurrentTimeMillis: () => 0,
-        unsafeCurrentTimeNanos: () => 0n,
+        unsafeCurrentTimeNanos: () => {
+          throw new Error("the clock broke")
+        },
         currentTimeMillis: Effect.succeed(0),
         currentTimeNanos: Effect.succeed(0n),
         sleep: () => Effect.die("the clock broke")

@@ -642,13 +642,13 @@ export const make = (
       fence: bigint,
       firstAt: bigint,
       stop: Deferred.Deferred<StepDown>,
-      moved: (deadline: bigint) => void
+      moved: (deadline: bigint) => void,
+      until: (at: bigint) => Effect.Effect<void>
     ): Effect.Effect<void> =>
       Effect.gen(function*() {
         let nextAt = firstAt
         while (true) {
-          const wait = nextAt - nanos()
-          if (wait > 0n) yield* clock.sleep(Duration.nanos(wait))
+          if (nextAt > nanos()) yield* until(nextAt)
           const sentAt = nanos()
           const result = yield* attempt("renew", store.renew(name, identity, fence, leaseDuration, payload), fence)
           if (Either.isLeft(result)) {
@@ -687,10 +687,10 @@ export const make = (
 
     // A preferred candidate that has been alive for preemptAfter takes over:
     // the term ends as a resignation does, without the hold-off.
-    const challenges = (stop: Deferred.Deferred<StepDown>): Effect.Effect<void> =>
+    const challenges = (stop: Deferred.Deferred<StepDown>, until: (at: bigint) => Effect.Effect<void>) =>
       Effect.gen(function*() {
         while (true) {
-          yield* clock.sleep(jittered(config.retryPeriod, yield* Random.next))
+          yield* until(nanos() + Duration.unsafeToNanos(jittered(config.retryPeriod, yield* Random.next)))
           const due = (yield* rivals).find((c) => Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter))
           if (due !== undefined) {
             yield* Effect.logInfo(`handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`)
@@ -704,17 +704,29 @@ export const make = (
         startTerm(fence, deadline),
         ({ stop }) =>
           Effect.gen(function*() {
-            const guard = watchdog(stop, yield* FiberRef.get(FiberRef.currentScheduler))
-            const first = renewalDelay(config.renewInterval, yield* Random.next, true)
+            const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+            const guard = watchdog(stop, scheduler)
+            const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
+            const renewing = Deadlines.waits(clock, scheduler)
             // A child of this fiber rather than a daemon, so TestClock sees it.
-            const renewer = yield* Effect.fork(renewals(fence, sentAt + Duration.unsafeToNanos(first), stop, guard.moved))
+            const renewer = yield* Effect.fork(renewals(fence, first, stop, guard.moved, renewing.until))
             // No fiber at all for a participant that is no candidate.
-            const challenger = standing === undefined ? undefined : yield* Effect.fork(challenges(stop))
+            const challenging = standing === undefined ? undefined : Deadlines.waits(clock, scheduler)
+            const challenger = challenging === undefined
+              ? undefined
+              : yield* Effect.fork(challenges(stop, challenging.until))
             return yield* Deferred.await(stop).pipe(
               Effect.ensuring(
                 Effect.zipRight(
                   challenger === undefined ? Effect.void : Fiber.interrupt(challenger),
-                  Effect.zipRight(Fiber.interrupt(renewer), Effect.sync(guard.disarm))
+                  Effect.zipRight(
+                    Fiber.interrupt(renewer),
+                    Effect.sync(() => {
+                      guard.disarm()
+                      renewing.cancel()
+                      challenging?.cancel()
+                    })
+                  )
                 )
               )
             )
@@ -789,23 +801,22 @@ export const make = (
       return yield* claim
     })
 
-    const follow: Effect.Effect<never> = Effect.gen(function*() {
-      let step: Step = "poll"
-      while (true) {
-        // Resigned: out of the election until the hold-off ends (a second resign extends it).
-        let wait = heldOffUntil - nanos()
-        if (wait > 0n) yield* withdrawal
-        while (wait > 0n) {
-          yield* clock.sleep(Duration.nanos(wait))
-          wait = heldOffUntil - nanos()
+    const follow = (until: (at: bigint) => Effect.Effect<void>): Effect.Effect<never> =>
+      Effect.gen(function*() {
+        let step: Step = "poll"
+        while (true) {
+          // Resigned: out of the election until the hold-off ends (a second resign extends it).
+          if (heldOffUntil > nanos()) {
+            yield* withdrawal
+            while (heldOffUntil > nanos()) yield* until(heldOffUntil)
+          }
+          // Claiming at a seen lease's expiry skips the look at the record:
+          // not while a preferred candidate is alive, which may claim it.
+          const next: Next = yield* (step === "claim" && !outranked ? claim : poll)
+          if (next.wait !== undefined) yield* until(nanos() + Duration.unsafeToNanos(next.wait))
+          step = next.step
         }
-        // Claiming at a seen lease's expiry skips the look at the record:
-        // not while a preferred candidate is alive, which may claim it.
-        const next: Next = yield* (step === "claim" && !outranked ? claim : poll)
-        if (next.wait !== undefined) yield* clock.sleep(next.wait)
-        step = next.step
-      }
-    })
+      })
 
     // The fiber running `run`, so that closing the elector's scope stops it.
     let runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined
@@ -834,7 +845,8 @@ export const make = (
         traced = !Instrumentation.isNative(fiber.currentTracer)
         const services = fiber.getFiberRef(DefaultServices.currentServices)
         const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
-        const loop = follow.pipe(
+        const waits = Deadlines.waits(clock, fiber.currentScheduler)
+        const loop = follow(waits.until).pipe(
           // Nothing the store or user code does ends the loop; should anything
           // else, say so loudly rather than linger as a silent non-participant.
           // (Interrupting `run` from outside skips this: that is how it stops.)
@@ -856,6 +868,7 @@ export const make = (
               withdrawal,
               Effect.zipRight(
                 Effect.sync(() => {
+                  waits.cancel()
                   runner = undefined
                 }),
                 setting(services, annotations)
