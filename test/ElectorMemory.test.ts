@@ -67,7 +67,7 @@ describe("Elector memory", () => {
     expect(perRenewal).toBeLessThan(100)
   }, 300_000)
 
-  it("retains less than 40 KB per running elector: 100 elections of 3 in one process", () => {
+  it("retains less than 36 KB per running elector: 100 elections of 3 in one process", () => {
     const vt = new VirtualTime()
     const clock = vt.clock(rate(10_000))
     const scope = vt.run(Scope.make())
@@ -97,7 +97,7 @@ describe("Elector memory", () => {
     expect(electors.filter((elector) => vt.run(elector.isLeader)).length).toBe(100)
     const perElector = (after - before) / electors.length
     console.log(`retained ${(perElector / 1024).toFixed(1)} KB per running elector`)
-    expect(perElector).toBeLessThan(40 * 1024)
+    expect(perElector).toBeLessThan(36 * 1024)
     vt.run(Scope.close(scope, Exit.void))
   })
 })

@@ -170,9 +170,7 @@ export const make = (
     // The local monotonic clock, read where it is needed: inside an effect
     // that is running, this is what `clock.currentTimeNanos` would give.
     const nanos = () => clock.unsafeCurrentTimeNanos()
-    // Last, once the elector's calls have ended: the deadline timer need not
-    // outlive them (see deadlines.ts).
-    yield* Effect.addFinalizer(() => Effect.sync(() => Deadlines.quiesce(clock)))
+    const scope = yield* Effect.scope
     const instrumentation = yield* Instrumentation.make(name, identity)
     const annotate = Effect.annotateLogs({ election: name, identity })
 
@@ -820,10 +818,17 @@ export const make = (
 
     // The fiber running `run`, so that closing the elector's scope stops it.
     let runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined
-    // One finalizer for both, in this order: each `addFinalizer` keeps a copy
-    // of the fiber's FiberRefs, and a process may run thousands of electors.
-    yield* Effect.addFinalizer(() =>
-      Effect.zipRight(runner === undefined ? Effect.void : Fiber.interrupt(runner), settleAdvice)
+    // One finalizer for all three, in this order, straight on the scope:
+    // `Effect.addFinalizer` would keep a copy of the fiber's FiberRefs for
+    // each, and a process may run thousands of electors. Last, once the
+    // elector's calls have ended, the deadline timer need not outlive them
+    // (see deadlines.ts).
+    yield* Scope.addFinalizer(
+      scope,
+      Effect.suspend(() => runner === undefined ? Effect.void : Fiber.interrupt(runner)).pipe(
+        Effect.zipRight(settleAdvice),
+        Effect.zipRight(Effect.sync(() => Deadlines.quiesce(clock)))
+      )
     )
 
     // The loop runs with the elector's clock and log annotations, set on the
@@ -859,7 +864,10 @@ export const make = (
         )
         return Effect.zipRight(
           setting(
-            Context.add(services, Clock.Clock, clock),
+            // The fiber's own services when they hold the elector's clock
+            // already (as they do unless the clock was provided to `make`
+            // alone): a copy per elector would be a map of its own.
+            Context.get(services, Clock.Clock) === clock ? services : Context.add(services, Clock.Clock, clock),
             HashMap.set(HashMap.set(annotations, "election", name), "identity", identity)
           ),
           Effect.ensuring(
