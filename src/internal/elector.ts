@@ -517,13 +517,11 @@ export const make = (
     // is garbage by then, rather than kept (and promoted) over the wait.
     // `random` (in [0, 1), for the jitter) is drawn by the step, which yields
     // anyway: a plain function here spares each poll an effect of its own.
-    // The lease's remaining time and the time since the reply go to
-    // `nextStep` in milliseconds (the lease is valid there: its `Lease.ttl`).
     const pause = (random: number, lease?: Lease.Lease, replyAt = 0n): Next => {
       const poll = backoff(config.retryPeriod, stepFailures, leaseDuration, random)
       const next = lease === undefined || Lease.isExpired(lease)
         ? { claim: false, wait: poll }
-        : nextStep(poll, lease.expiresAt.getTime() - lease.now.getTime(), Number(nanos() - replyAt) / 1_000_000)
+        : nextStep(poll, Duration.toMillis(Lease.ttl(lease)), Number(nanos() - replyAt) / 1_000_000)
       return { step: next.claim ? "claim" : "poll", wait: next.wait }
     }
 

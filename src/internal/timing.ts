@@ -1,13 +1,6 @@
 import * as Duration from "effect/Duration"
 import * as Lease from "../Lease.js"
 
-// Duration.toMillis, without the matcher it builds at every call (an object
-// and two closures): a follower's step reads a few durations at every poll.
-const millisOf = (duration: Duration.Duration): number => {
-  const value = duration.value
-  return value._tag === "Millis" ? value.millis : value._tag === "Nanos" ? Number(value.nanos) / 1_000_000 : Infinity
-}
-
 /** @internal */
 export const minRetryDelay = Duration.millis(50)
 
@@ -35,7 +28,7 @@ export const defaultSafetyMargin = (leaseDuration: Duration.Duration): Duration.
  * @internal
  */
 export const jittered = (period: Duration.Duration, u: number): Duration.Duration =>
-  jitteredMillis(millisOf(period), u)
+  jitteredMillis(Duration.toMillis(period), u)
 
 // In plain milliseconds, so that a follower's step builds one Duration, the
 // wait it returns: these run at every poll of every elector.
@@ -68,9 +61,9 @@ export const backoff = (
   cap: Duration.Duration,
   u: number
 ): Duration.Duration => {
-  const base = millisOf(period)
+  const base = Duration.toMillis(period)
   const grown = base * 2 ** Math.min(failures, Math.log2(maxBackoffFactor))
-  return jitteredMillis(Math.max(base, Math.min(grown, millisOf(cap))), u)
+  return jitteredMillis(Math.max(base, Math.min(grown, Duration.toMillis(cap))), u)
 }
 
 /**
@@ -101,7 +94,7 @@ export const localDeadline = (
  * @internal
  */
 export const renewalDelay = (interval: Duration.Duration, u: number, first: boolean): Duration.Duration =>
-  Duration.millis(Math.max(1, Math.floor(millisOf(interval) * (1 - (first ? 0.5 : 0.1) * u))))
+  Duration.millis(Math.max(1, Math.floor(Duration.toMillis(interval) * (1 - (first ? 0.5 : 0.1) * u))))
 
 /**
  * How much faster than the database's a follower's clock may run with its
@@ -133,7 +126,7 @@ export const claimSlack = Duration.millis(1)
  * @internal
  */
 export const untilClaimable = (ttl: Duration.Duration): Duration.Duration =>
-  Duration.millis(untilClaimableMillis(millisOf(ttl)))
+  Duration.millis(untilClaimableMillis(Duration.toMillis(ttl)))
 
 const claimSlackMillis = Duration.toMillis(claimSlack)
 
@@ -156,5 +149,5 @@ export const nextStep = (
   elapsed: number
 ): { readonly claim: boolean; readonly wait: Duration.Duration } => {
   const claim = Math.max(0, Math.ceil(untilClaimableMillis(ttl) - elapsed))
-  return claim <= millisOf(poll) ? { claim: true, wait: Duration.millis(claim) } : { claim: false, wait: poll }
+  return claim <= Duration.toMillis(poll) ? { claim: true, wait: Duration.millis(claim) } : { claim: false, wait: poll }
 }
