@@ -414,18 +414,17 @@ describe("the leaderelection bin", () => {
   })
 
   it("watch piped into `head -1` exits cleanly when head goes away", async () => {
-    // watch reads the default table: make sure it exists whatever ran before.
-    const client = new pg.Client({ connectionString: directUrl })
-    await client.connect()
-    await client.query(Either.getOrThrow(PgStore.schema("", "leader_election"))).finally(() => client.end())
+    // A table of its own, not the default one: the shared database keeps no table of the test's.
+    const table = uniqueTable("clibin")
+    await withPg((client) => client.query(Either.getOrThrow(PgStore.schema("", table))))
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
       execFile(
         "bash",
-        ["-c", `set -o pipefail; node_modules/.bin/tsx packages/cli/src/bin.ts watch --url ${directUrl} --interval 1 | head -1`],
+        ["-c", `set -o pipefail; node_modules/.bin/tsx packages/cli/src/bin.ts watch --url ${directUrl} --table ${table} --interval 1 | head -1`],
         { timeout: 30_000 },
         (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr })
       )
-    )
+    ).finally(() => dropPgTables(table))
     expect(run.stderr).toBe("")
     expect(run.code).toBe(0)
     expect(run.stdout).toMatch(/^-- .*\(Ctrl-C to stop\)\n$/)
