@@ -3,10 +3,9 @@ import { Duration, Effect, Either } from "effect"
 import { compareVersions } from "../src/internal/candidacy.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
-import { directUrl, uniqueTable } from "./support/databases.js"
+import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
 import { dropMysqlTables, dropPgTables } from "./support/tables.js"
 
-const mysqlUrl = "mysql://root@127.0.0.1:3306/test"
 const pgTable = uniqueTable("cand")
 const pgCandidates = uniqueTable("cand_own")
 const mysqlTable = uniqueTable("cand")

@@ -10,7 +10,7 @@ import * as Elector from "../src/Elector.js"
 import type * as Store from "../src/Store.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
-import { directUrl, uniqueTable } from "./support/databases.js"
+import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
 import { dropMysqlTables, dropPgTables } from "./support/tables.js"
 
 const timings = {
@@ -21,8 +21,6 @@ const timings = {
   operationTimeout: "300 millis",
   safetyMargin: "500 millis"
 } as const
-
-const mariadbUrl = "mysql://root@127.0.0.1:3306/test"
 
 interface Target {
   readonly store: (table: string) => Layer.Layer<Store.Store, unknown>
@@ -38,7 +36,7 @@ const targets: ReadonlyArray<readonly [string, Target]> = [
     store: (table) => PgStore.layerFromUrl(inject("pgbouncerUrl"), { table, ensureSchema: true, maxConnections: 2 }),
     drop: dropPgTables
   }],
-  ["MariaDB", { store: (table) => MysqlStore.layerFromUrl(mariadbUrl, { table, ensureSchema: true }), drop: dropMysqlTables }]
+  ["MariaDB", { store: (table) => MysqlStore.layerFromUrl(mysqlUrl, { table, ensureSchema: true }), drop: dropMysqlTables }]
 ]
 
 describe.each(targets)("Elector over %s", (_, target) => {

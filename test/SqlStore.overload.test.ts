@@ -20,7 +20,7 @@ import * as PgStore from "../src/stores/PgStore.js"
 import { uniqueName } from "../src/testing/StoreSuite.js"
 import { type FaultProxy, Mode } from "./chaos/harness/FaultProxy.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
-import { directUrl, uniqueTable } from "./support/databases.js"
+import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
 import { dropMysqlTables, dropPgTables } from "./support/tables.js"
 
 const table = uniqueTable("overload")
@@ -28,8 +28,6 @@ afterAll(async () => {
   await dropPgTables(table)
   await dropMysqlTables(table)
 })
-
-const mariadbUrl = "mysql://root@127.0.0.1:3306/test"
 
 // Generous, so that the test holds on a crowded machine: every margin below
 // is hundreds of milliseconds.
@@ -53,7 +51,7 @@ const targets: ReadonlyArray<readonly [string, Target]> = [
       PgStore.layerFromUrl(proxy.via(directUrl), { table, ensureSchema, maxConnections, operationTimeout })
   }],
   ["MariaDB", {
-    port: Number(new URL(mariadbUrl).port),
+    port: Number(new URL(mysqlUrl).port),
     store: (proxy, maxConnections, ensureSchema = true) =>
       MysqlStore.layerFromUrl(`mysql://root@127.0.0.1:${proxy.port}/test`, {
         table,

@@ -8,10 +8,8 @@ import { EventEmitter } from "node:events"
 import { formatMillis, main, type Terminal, untilClosed } from "../packages/cli/src/cli.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
-import { directUrl, uniqueTable } from "./support/databases.js"
+import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
 import { dropMysqlTables, dropPgTables } from "./support/tables.js"
-
-const mysqlUrl = "mysql://root@127.0.0.1:3306/test"
 
 /** Runs the command line in-process with its console captured, as if both streams were pipes. */
 const cli = (...args: ReadonlyArray<string>) => cliOn({ stdout: false, stderr: false }, ...args)
