@@ -1,25 +1,18 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either } from "effect"
-import * as Mysql from "mysql2/promise"
-import pg from "pg"
 import { compareVersions } from "../src/internal/candidacy.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
-import { directUrl, uniqueTable } from "./support/databases.js"
+import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
+import { dropMysqlTables, dropPgTables } from "./support/tables.js"
 
-const mysqlUrl = "mysql://root@127.0.0.1:3306/test"
 const pgTable = uniqueTable("cand")
 const pgCandidates = uniqueTable("cand_own")
 const mysqlTable = uniqueTable("cand")
 
 afterAll(async () => {
-  const client = new pg.Client({ connectionString: directUrl })
-  await client.connect()
-  await client.query(`DROP TABLE IF EXISTS ${pgTable}, ${pgCandidates}`)
-  await client.end()
-  const connection = await Mysql.createConnection({ host: "127.0.0.1", port: 3306, user: "root", database: "test" })
-  await connection.query(`DROP TABLE IF EXISTS ${mysqlTable}, ${mysqlTable}${MysqlStore.candidatesSuffix}`)
-  await connection.end()
+  await dropPgTables({ table: pgTable, candidatesTable: pgCandidates })
+  await dropMysqlTables(mysqlTable)
 })
 
 const long = Duration.minutes(5)

@@ -5,14 +5,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
-import mysql from "mysql2/promise"
-import pg from "pg"
 import { inject } from "vitest"
 import * as Elector from "../src/Elector.js"
 import type * as Store from "../src/Store.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
-import { directUrl, uniqueTable } from "./support/databases.js"
+import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
+import { dropMysqlTables, dropPgTables } from "./support/tables.js"
 
 const timings = {
   name: "fleet",
@@ -23,45 +22,28 @@ const timings = {
   safetyMargin: "500 millis"
 } as const
 
-const mariadbUrl = "mysql://root@127.0.0.1:3306/test"
-
-const dropPg = (table: string) =>
-  Effect.promise(async () => {
-    const client = new pg.Client({ connectionString: directUrl })
-    await client.connect()
-    await client.query(`DROP TABLE IF EXISTS "${table}"`)
-    await client.end()
-  })
-
-const dropMysql = (table: string) =>
-  Effect.promise(async () => {
-    const connection = await mysql.createConnection(mariadbUrl)
-    await connection.query(`DROP TABLE IF EXISTS \`${table}\``)
-    await connection.end()
-  })
-
 interface Target {
   readonly store: (table: string) => Layer.Layer<Store.Store, unknown>
-  readonly drop: (table: string) => Effect.Effect<void>
+  readonly drop: (table: string) => Promise<void>
 }
 
 const targets: ReadonlyArray<readonly [string, Target]> = [
   ["PostgreSQL direct", {
     store: (table) => PgStore.layerFromUrl(directUrl, { table, ensureSchema: true, maxConnections: 2 }),
-    drop: dropPg
+    drop: dropPgTables
   }],
   ["PostgreSQL via PgBouncer", {
     store: (table) => PgStore.layerFromUrl(inject("pgbouncerUrl"), { table, ensureSchema: true, maxConnections: 2 }),
-    drop: dropPg
+    drop: dropPgTables
   }],
-  ["MariaDB", { store: (table) => MysqlStore.layerFromUrl(mariadbUrl, { table, ensureSchema: true }), drop: dropMysql }]
+  ["MariaDB", { store: (table) => MysqlStore.layerFromUrl(mysqlUrl, { table, ensureSchema: true }), drop: dropMysqlTables }]
 ]
 
 describe.each(targets)("Elector over %s", (_, target) => {
   it.scopedLive("elects one leader, hands over cleanly under the next fence, never two at once", () =>
     Effect.gen(function*() {
       const table = uniqueTable("fleet")
-      yield* Effect.addFinalizer(() => target.drop(table))
+      yield* Effect.addFinalizer(() => Effect.promise(() => target.drop(table)))
       const terms: Array<readonly [string, bigint]> = []
       // Each participant has a store of its own (its own pool), as separate processes would.
       const fleet = yield* Effect.forEach(["a", "b", "c"], (identity) =>

@@ -17,15 +17,12 @@ import { uniqueName } from "../src/testing/StoreSuite.js"
 import { Mode } from "./chaos/harness/FaultProxy.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
 import { describeConstructors, roundTrip, secret, tableTracker, whileClientBusy } from "./support/constructors.js"
+import { dropMysqlTables } from "./support/tables.js"
 
 const server = { host: "127.0.0.1", port: 3306, user: "root", database: "test" }
 const url = "mysql://root@127.0.0.1:3306/test"
 const tables = tableTracker("ctor")
-afterAll(async () => {
-  const connection = await MysqlPromise.createConnection(server)
-  for (const name of tables.names) await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
-  await connection.end()
-})
+afterAll(() => dropMysqlTables(...tables.names))
 
 /** A mysql2 pool the test (the "app") owns and ends. */
 const callerPool = (options: Mysql.PoolOptions) =>

@@ -15,6 +15,7 @@ import { StoreSuite } from "../src/testing.js"
 const { uniqueName } = StoreSuite
 import { Mode } from "./chaos/harness/FaultProxy.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
+import { dropMysqlTables } from "./support/tables.js"
 
 // The shared MariaDB every machine runs. Nothing here is skipped when it is
 // absent: the tests fail, loudly.
@@ -36,13 +37,7 @@ const admin = Effect.acquireRelease(
   (connection) => Effect.promise(() => connection.end())
 )
 
-afterAll(async () => {
-  const connection = await Mysql.createConnection(server)
-  for (const name of tables.flatMap((table) => [table, `${table}_slots`, table + MysqlStore.candidatesSuffix])) {
-    await connection.query(`DROP TABLE IF EXISTS ${MysqlStore.quoteIdentifier(name)}`)
-  }
-  await connection.end()
-})
+afterAll(() => dropMysqlTables(...tables))
 
 StoreSuite.run("MariaDB", MysqlStore.layerFromUrl(url, { table, ensureSchema: true }), { live: true, modelRuns: 10 })
 

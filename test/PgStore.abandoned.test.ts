@@ -12,12 +12,13 @@ import { Duration, Effect } from "effect"
 import pg from "pg"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
+import { dropPgTables } from "./support/tables.js"
 
 const table = uniqueTable("abandoned")
 const pool = new pg.Pool({ connectionString: directUrl, max: 1 })
 
 afterAll(async () => {
-  await pool.query(`DROP TABLE IF EXISTS "${table}"`)
+  await dropPgTables(table)
   await pool.end()
 })
 

@@ -12,14 +12,10 @@ import pg from "pg"
 import * as PgStore from "../src/stores/PgStore.js"
 import { describeConstructors, roundTrip, secret, tableTracker, whileClientBusy } from "./support/constructors.js"
 import { directUrl } from "./support/databases.js"
+import { dropPgTables } from "./support/tables.js"
 
 const tables = tableTracker("ctor")
-afterAll(async () => {
-  const client = new pg.Client({ connectionString: directUrl })
-  await client.connect()
-  for (const table of tables.names) await client.query(`DROP TABLE IF EXISTS ${PgStore.quoteIdentifier(table)}`)
-  await client.end()
-})
+afterAll(() => dropPgTables(...tables.names))
 
 describeConstructors({
   name: "PgStore",

@@ -18,15 +18,12 @@ import * as Store from "../src/Store.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { uniqueName } from "../src/testing/StoreSuite.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
+import { dropPgTables } from "./support/tables.js"
 import { type FaultProxy, Mode } from "./chaos/harness/FaultProxy.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
 
 const table = uniqueTable("hang")
-afterAll(async () => {
-  const client = new pg.Client({ connectionString: directUrl })
-  await client.connect()
-  await client.query(`DROP TABLE IF EXISTS ${table}`).finally(() => client.end())
-})
+afterAll(() => dropPgTables(table))
 
 const timeout = Duration.seconds(1)
 /** Generous: the point is "about the timeout", not "the timeout plus a 5 s cancel". */

@@ -11,13 +11,14 @@ import { Duration, Effect } from "effect"
 import pg from "pg"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
+import { dropPgTables } from "./support/tables.js"
 
 const table = uniqueTable("locked")
 const pool = new pg.Pool({ connectionString: directUrl, max: 4 })
 const admin = new pg.Pool({ connectionString: directUrl, max: 2 })
 
 afterAll(async () => {
-  await admin.query(`DROP TABLE IF EXISTS "${table}"`)
+  await dropPgTables(table)
   await Promise.all([pool.end(), admin.end()])
 })
 

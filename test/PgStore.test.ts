@@ -11,6 +11,7 @@ import { StoreSuite } from "../src/testing.js"
 const { uniqueName } = StoreSuite
 import { directUrl, uniqueTable } from "./support/databases.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
+import { dropPgTables } from "./support/tables.js"
 import { frontendMessages } from "./support/wire.js"
 
 const poolerUrl = inject("pgbouncerUrl")
@@ -26,15 +27,7 @@ const sql = (text: string, values: Array<unknown> = []) =>
   Effect.promise(() => withClient(directUrl, (client) => client.query(text, values)))
 
 const dropped: Array<string> = [directTable, pooledTable]
-afterAll(() =>
-  withClient(directUrl, async (client) => {
-    for (const table of dropped) {
-      // The slot and candidates' tables beside it (names in `dropped` may be quoted).
-      const beside = (suffix: string) => table.endsWith("\"") ? `${table.slice(0, -1)}${suffix}"` : `${table}${suffix}`
-      await client.query(`DROP TABLE IF EXISTS ${table}, ${beside("_slots")}, ${beside(PgStore.candidatesSuffix)}`)
-    }
-  })
-)
+afterAll(() => dropPgTables(...dropped))
 
 StoreSuite.run(
   "PgStore (PostgreSQL direct)",
@@ -248,7 +241,7 @@ describe("PgStore schema", () => {
   it.live("a custom table is used and the default one is not touched", () =>
     Effect.gen(function*() {
       const table = `${uniqueTable("Custom")} "odd"`
-      dropped.push(PgStore.quoteIdentifier(table))
+      dropped.push(table)
       const name = uniqueName("custom")
       yield* withStore(directUrl, { table, ensureSchema: true }, (store) => store.acquire(name, "a", Duration.seconds(30), null))
       const { rows } = yield* sql(`select holder from ${PgStore.quoteIdentifier(table)} where name = $1`, [name])

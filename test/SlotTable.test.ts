@@ -5,6 +5,7 @@ import pg from "pg"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl } from "./support/databases.js"
+import { dropMysqlTables, dropPgTables } from "./support/tables.js"
 
 const long = "t".repeat(60)
 
@@ -46,14 +47,14 @@ describe("job slot tables", () => {
       const name = `${long}${process.pid % 1000}`
       // The candidates' table needs a name of its own too: its default would be as long.
       const candidatesTable = `slot_table_candidates_${process.pid}`
-      yield* Effect.addFinalizer(() => Effect.promise(() => pool.query(`DROP TABLE IF EXISTS "${name}", ${candidatesTable}`)))
+      yield* Effect.addFinalizer(() => Effect.promise(() => dropPgTables({ table: name, candidatesTable })))
       const store = yield* PgStore.makeFromPool(pool, { table: name, candidatesTable, ensureSchema: true })
       expect(store.slotTable).toBeUndefined()
       expect(store.slots).toBeUndefined()
       expect((yield* store.acquire("slots-too-long", "a", Duration.minutes(1), null)).fence).toBe(1n)
       const mysql = Mysql.createPool({ host: "127.0.0.1", user: "root", database: "test" })
       yield* Effect.addFinalizer(() => Effect.promise(() => new Promise<void>((resolve) => mysql.end(() => resolve()))))
-      yield* Effect.addFinalizer(() => Effect.promise(() => mysql.promise().query(`DROP TABLE IF EXISTS \`${name}\`, ${candidatesTable}`)))
+      yield* Effect.addFinalizer(() => Effect.promise(() => dropMysqlTables({ table: name, candidatesTable })))
       const onMysql = yield* MysqlStore.makeFromPool(mysql, { table: name, candidatesTable, ensureSchema: true })
       expect(onMysql.slots).toBeUndefined()
       expect((yield* onMysql.acquire("slots-too-long", "a", Duration.minutes(1), null)).fence).toBe(1n)

@@ -13,8 +13,6 @@
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Either, Fiber, Layer } from "effect"
-import mysql from "mysql2/promise"
-import pg from "pg"
 import * as Elector from "../src/Elector.js"
 import * as Store from "../src/Store.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
@@ -22,18 +20,14 @@ import * as PgStore from "../src/stores/PgStore.js"
 import { uniqueName } from "../src/testing/StoreSuite.js"
 import { type FaultProxy, Mode } from "./chaos/harness/FaultProxy.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
-import { directUrl, uniqueTable } from "./support/databases.js"
+import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
+import { dropMysqlTables, dropPgTables } from "./support/tables.js"
 
 const table = uniqueTable("overload")
 afterAll(async () => {
-  const client = new pg.Client({ connectionString: directUrl })
-  await client.connect()
-  await client.query(`DROP TABLE IF EXISTS ${table}`).finally(() => client.end())
-  const connection = await mysql.createConnection(mariadbUrl)
-  await connection.query(`DROP TABLE IF EXISTS \`${table}\``).finally(() => connection.end())
+  await dropPgTables(table)
+  await dropMysqlTables(table)
 })
-
-const mariadbUrl = "mysql://root@127.0.0.1:3306/test"
 
 // Generous, so that the test holds on a crowded machine: every margin below
 // is hundreds of milliseconds.
@@ -57,7 +51,7 @@ const targets: ReadonlyArray<readonly [string, Target]> = [
       PgStore.layerFromUrl(proxy.via(directUrl), { table, ensureSchema, maxConnections, operationTimeout })
   }],
   ["MariaDB", {
-    port: Number(new URL(mariadbUrl).port),
+    port: Number(new URL(mysqlUrl).port),
     store: (proxy, maxConnections, ensureSchema = true) =>
       MysqlStore.layerFromUrl(`mysql://root@127.0.0.1:${proxy.port}/test`, {
         table,

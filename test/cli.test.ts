@@ -8,9 +8,8 @@ import { EventEmitter } from "node:events"
 import { formatMillis, main, type Terminal, untilClosed } from "../packages/cli/src/cli.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
-import { directUrl, uniqueTable } from "./support/databases.js"
-
-const mysqlUrl = "mysql://root@127.0.0.1:3306/test"
+import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
+import { dropMysqlTables, dropPgTables } from "./support/tables.js"
 
 /** Runs the command line in-process with its console captured, as if both streams were pipes. */
 const cli = (...args: ReadonlyArray<string>) => cliOn({ stdout: false, stderr: false }, ...args)
@@ -56,7 +55,7 @@ interface Dialect {
   readonly url: string
   readonly table: string
   readonly open: (table: string) => Effect.Effect<PgStore.PgStore | MysqlStore.MysqlStore, unknown, Scope.Scope>
-  readonly drop: (table: string) => Promise<unknown>
+  readonly drop: (...tables: ReadonlyArray<string>) => Promise<void>
 }
 
 const dialects: ReadonlyArray<Dialect> = [
@@ -65,14 +64,14 @@ const dialects: ReadonlyArray<Dialect> = [
     url: directUrl,
     table: uniqueTable("cli"),
     open: (table: string) => PgStore.makeFromUrl(directUrl, { table }),
-    drop: (table: string) => withPg((client) => client.query(`DROP TABLE IF EXISTS ${table}`))
+    drop: dropPgTables
   },
   {
     name: "MariaDB",
     url: mysqlUrl,
     table: uniqueTable("cli"),
     open: (table: string) => MysqlStore.makeFromUrl(mysqlUrl, { table }),
-    drop: (table: string) => withMysql((connection) => connection.query(`DROP TABLE IF EXISTS ${table}`))
+    drop: dropMysqlTables
   }
 ]
 
@@ -89,10 +88,7 @@ const withMysql = async <A>(f: (connection: mysql.Connection) => Promise<A>): Pr
 for (const dialect of dialects) {
   describe(`leaderelection CLI against ${dialect.name}`, () => {
     const empty = `${dialect.table}_empty`
-    afterAll(async () => {
-      await dialect.drop(dialect.table)
-      await dialect.drop(empty)
-    })
+    afterAll(() => dialect.drop(dialect.table, empty))
 
     it.live("status shows who leads each election, its fence, remaining lease and term age", () =>
       Effect.gen(function*() {
@@ -144,9 +140,7 @@ for (const dialect of dialects) {
         const none = yield* cli("status", "--url", dialect.url, "--table", bare)
         expect(none.err).toEqual([])
         expect(none.stdout()).toBe(`no elections in ${dialect.name === "PostgreSQL" ? `"${bare}"` : `\`${bare}\``}`)
-      }).pipe(Effect.ensuring(Effect.promise(async () => {
-        for (const t of ["_p", "_p_candidates", "_q"]) await dialect.drop(`${dialect.table}${t}`)
-      }))))
+      }).pipe(Effect.ensuring(Effect.promise(() => dialect.drop(`${dialect.table}_p`, `${dialect.table}_q`)))))
 
     it.live("status --json is one object: every election with its state and durations", () =>
       Effect.gen(function*() {
@@ -210,7 +204,7 @@ for (const dialect of dialects) {
 
 describe("leaderelection watch output", () => {
   const table = uniqueTable("cliwatch")
-  afterAll(() => withPg((client) => client.query(`DROP TABLE IF EXISTS ${table}`)))
+  afterAll(() => dropPgTables(table))
 
   it.live("prints a timestamped snapshot every interval", () =>
     Effect.gen(function*() {
@@ -245,7 +239,7 @@ describe("leaderelection watch output", () => {
 
 describe("leaderelection --json and terminals", () => {
   const table = uniqueTable("clijson")
-  afterAll(() => withPg((client) => client.query(`DROP TABLE IF EXISTS ${table}`)))
+  afterAll(() => dropPgTables(table))
 
   it.live("watch --json prints one JSON object per line, per interval", () =>
     Effect.gen(function*() {
@@ -340,12 +334,10 @@ describe("leaderelection errors", () => {
 
   const role = `le_cli_noperm_${process.pid}`
   const table = uniqueTable("clinoperm")
-  afterAll(() =>
-    withPg(async (client) => {
-      await client.query(`DROP TABLE IF EXISTS ${table}`)
-      await client.query(`DROP ROLE IF EXISTS ${role}`)
-    })
-  )
+  afterAll(async () => {
+    await dropPgTables(table)
+    await withPg((client) => client.query(`DROP ROLE IF EXISTS ${role}`))
+  })
 
   it.live("a user without privileges on the table", () =>
     Effect.gen(function*() {
@@ -420,18 +412,17 @@ describe("the leaderelection bin", () => {
   })
 
   it("watch piped into `head -1` exits cleanly when head goes away", async () => {
-    // watch reads the default table: make sure it exists whatever ran before.
-    const client = new pg.Client({ connectionString: directUrl })
-    await client.connect()
-    await client.query(Either.getOrThrow(PgStore.schema("", "leader_election"))).finally(() => client.end())
+    // A table of its own, not the default one: the shared database keeps no table of the test's.
+    const table = uniqueTable("clibin")
+    await withPg((client) => client.query(Either.getOrThrow(PgStore.schema("", table))))
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
       execFile(
         "bash",
-        ["-c", `set -o pipefail; node_modules/.bin/tsx packages/cli/src/bin.ts watch --url ${directUrl} --interval 1 | head -1`],
+        ["-c", `set -o pipefail; node_modules/.bin/tsx packages/cli/src/bin.ts watch --url ${directUrl} --table ${table} --interval 1 | head -1`],
         { timeout: 30_000 },
         (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr })
       )
-    )
+    ).finally(() => dropPgTables(table))
     expect(run.stderr).toBe("")
     expect(run.code).toBe(0)
     expect(run.stdout).toMatch(/^-- .*\(Ctrl-C to stop\)\n$/)

@@ -2,6 +2,7 @@ import { execFile } from "node:child_process"
 import { afterAll, describe, expect, it } from "vitest"
 import pg from "pg"
 import { directUrl, uniqueTable } from "./support/databases.js"
+import { dropPgTables } from "./support/tables.js"
 
 interface Run {
   readonly code: number | null
@@ -44,11 +45,8 @@ describe("npm run demo", () => {
   })
 
   const table = uniqueTable("demo")
-  afterAll(async () => {
-    const client = new pg.Client({ connectionString: directUrl })
-    await client.connect()
-    await client.query(`DROP TABLE IF EXISTS ${table}`).finally(() => client.end())
-  })
+  // The demo's participants create the store's tables (ensureSchema): drop them all.
+  afterAll(() => dropPgTables(table))
 
   it("runs the same fleet against PostgreSQL with DATABASE_URL, one pool per participant", async () => {
     const run = await demo({ DATABASE_URL: directUrl, DEMO_TABLE: table })

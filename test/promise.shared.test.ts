@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { createElector, openStore } from "../src/promise.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
+import { dropPgTables } from "./support/tables.js"
 
 // Quick polls and renewals; the default lease and timeout, so that a loaded machine does not make a leader step down.
 const timing = { renewInterval: "200 millis", retryPeriod: "100 millis" } as const
@@ -22,12 +23,7 @@ const eventually = async (condition: () => boolean, what: string) => {
 
 const table = uniqueTable("shared")
 
-afterAll(async () => {
-  const client = new pg.Client({ connectionString: directUrl })
-  await client.connect()
-  await client.query(`DROP TABLE IF EXISTS "${table}"`)
-  await client.end()
-})
+afterAll(() => dropPgTables(table))
 
 describe("openStore (Promise API)", () => {
   it("runs many elections over one pool, one leader each, and stays open until closed", async () => {

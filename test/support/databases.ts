@@ -3,3 +3,6 @@ export const directUrl = process.env["LE_PG_URL"] ?? "postgres://postgres@127.0.
 
 /** A table name unique to this process and run, so concurrent runs never share rows. */
 export const uniqueTable = (label: string): string => `le_${label}_${process.pid}_${Date.now().toString(36)}`
+
+/** The shared MariaDB. */
+export const mysqlUrl = "mysql://root@127.0.0.1:3306/test"
