@@ -19,9 +19,17 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/le-package.XXXXXX")
-[ -n "${KEEP:-}" ] && echo "work dir: $WORK (kept)" || trap 'rm -rf "$WORK"' EXIT
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
 export MYSQL_URL=${MYSQL_URL:-mysql://root@127.0.0.1:3306/test}
+# The README's examples create their tables in the shared databases: the ones
+# absent now are dropped at the end (test/package/tables.mjs).
+CREATED=$(node "$ROOT/test/package/tables.mjs" absent)
+cleanup() {
+  # shellcheck disable=SC2086 # one table per word
+  node "$ROOT/test/package/tables.mjs" drop $CREATED || echo "warning: could not drop the examples' tables: $CREATED"
+  [ -n "${KEEP:-}" ] && echo "work dir: $WORK (kept)" || rm -rf "$WORK"
+}
+trap cleanup EXIT
 TSC="$ROOT/node_modules/.bin/tsc"
 OLDEST_EFFECT=3.21.0
 failures=0
