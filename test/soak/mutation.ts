@@ -69,11 +69,11 @@ const build = (mutant: Mutant, into: string): string => {
  * runner's 20 ms polls are not in step with the 10 ms work). On SIGCONT the
  * watchdog's overdue alarm then goes off before that timer is set, the term
  * ends, and the mutant's `isLeader` is never asked in the window it breaks.
- * That was 2 runs in 13 of this check on the 2-core machine (in one that
+ * That was 2 runs in 15 of this check on the 2-core machine (in one that
  * missed, the last step before the freeze wrote its line 41 us after the
- * runner recorded the SIGSTOP; 10 rounds in a row of the scenario alone all
- * caught it); at that rate four runs all miss about once in 2,000 checks, and
- * a retry costs about 25 s.
+ * runner recorded the SIGSTOP; 26 rounds of the scenario alone all caught
+ * it); at that rate four runs all miss about once in 3,000 checks, and a
+ * retry costs about 25 s.
  */
 const attempts = 4
 
