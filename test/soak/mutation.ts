@@ -77,9 +77,14 @@ const build = (mutant: Mutant, into: string): string => {
  */
 const attempts = 5
 
+type Violations = ReadonlyArray<{ readonly kind: string; readonly message: string }>
+
 /** A mutant is caught by safety violations only: a participant that crashed proves nothing. */
-const caughtBy = (violations: ReadonlyArray<{ readonly kind: string }>): boolean =>
+const caughtBy = (violations: Violations): boolean =>
   violations.length > 0 && violations.every((v) => v.kind !== "Died")
+
+const described = (violations: Violations): string =>
+  violations.map((v) => `${v.kind}: ${v.message}`).join("; ") || "no violation reported"
 
 const arg = process.argv.indexOf("--paths")
 const paths = (arg < 0 ? "pg" : process.argv[arg + 1] ?? "pg").split(",") as Array<PathName>
@@ -103,7 +108,7 @@ try {
             dist: copy
           })
           if (caughtBy(result.violations)) return { mutant, scenario, result, misses }
-          misses.push(result.violations.map((v) => `${v.kind}: ${v.message}`).join("; ") || "no violation reported")
+          misses.push(described(result.violations))
         }
         return { mutant, scenario, result: undefined, misses }
       }))
@@ -115,7 +120,7 @@ try {
             ? `NOT CAUGHT: ${mutant.name} (${scenario.name}, ${p}) in ${attempts} runs${missed}`
             : `caught: ${mutant.name} (${scenario.name}, ${p})${
               misses.length === 0 ? "" : ` in run ${misses.length + 1}`
-            }: ${result.violations.map((v) => `${v.kind}: ${v.message}`).join("; ")}${missed}`
+            }: ${described(result.violations)}${missed}`
         )
       }
     } finally {
