@@ -20,7 +20,7 @@ import * as Runtime from "effect/Runtime"
 import type * as Scheduler from "effect/Scheduler"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { ElectorConfig, ElectorShape, Status } from "../Elector.js"
+import type { ElectorConfig, ElectorShape, ResolvedConfig, Status } from "../Elector.js"
 import {
   AlreadyRunning,
   DuplicateIdentity,
@@ -33,7 +33,7 @@ import * as Lease from "../Lease.js"
 import type { LeadershipShape } from "../Leadership.js"
 import type * as Metrics from "../Metrics.js"
 import * as Store from "../Store.js"
-import { type Candidate, type Operation, StoreError } from "../Store.js"
+import { type Candidacy, type Candidate, type Operation, StoreError } from "../Store.js"
 import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
 import * as AnswersWithin from "./answersWithin.js"
@@ -146,13 +146,859 @@ export interface Elector extends ElectorShape {
   readonly unsafeFence: () => bigint | undefined
 }
 
+/** The term in progress in `s`, if its deadline has not passed at `now`. */
+const live = (s: State, now: bigint): Term | undefined => {
+  const term = Option.getOrUndefined(s.term)
+  return term !== undefined && now < term.deadline ? term : undefined
+}
+
+/** What a candidate needs of the store, and where it stands. */
+interface Standing {
+  readonly candidacy: Candidacy
+  readonly advertise: NonNullable<Store.StoreShape["advertise"]>
+  readonly withdraw: NonNullable<Store.StoreShape["withdraw"]>
+}
+
+/** How long a fatal error stays quiet in the log once logged. */
+const repeatFatalAfter = Duration.unsafeToNanos(Duration.minutes(1))
+
+/**
+ * The loop runs with the elector's clock and log annotations, set on the
+ * fiber and put back when it stops, as `Effect.withClock` and
+ * `Effect.annotateLogs` would do: each of those keeps frames on the fiber's
+ * stack for as long as the loop runs, a few kilobytes per elector.
+ */
+const setting = (
+  services: Context.Context<DefaultServices.DefaultServices>,
+  annotations: HashMap.HashMap<string, unknown>
+) =>
+  Effect.zipRight(
+    FiberRef.set(DefaultServices.currentServices, services),
+    FiberRef.set(FiberRef.currentLogAnnotations, annotations)
+  )
+
+/**
+ * One participant. Its state is the fields of one object and its steps are
+ * methods, built into effects when they run: a process may run thousands of
+ * electors, and an elector that kept each step as closures and effects of its
+ * own held ~12 KB before it ever ran (now ~8 KB).
+ */
+class Participant implements Elector {
+  readonly name: string
+  readonly identity: string
+  /** Nanoseconds: every store call gives control back after this long. */
+  readonly timeout: bigint
+  /**
+   * Whether store calls run on the caller's fiber: the store promises to
+   * answer within operationTimeout, and to give control back at once when
+   * interrupted (the SQL stores: see answersWithin.ts).
+   */
+  readonly onCaller: boolean
+
+  // The state is a plain field, so that reading it takes no fiber: the
+  // deadline is compared with the clock on every read (isLeader, fence,
+  // status). `commit` alone changes it, and hands the new state to each
+  // `changes` subscriber in the same synchronous step: in order, none lost,
+  // one per change.
+  state: State = initial
+  /** The queues of `changes` subscribers; made for the first. */
+  subscribers: Set<Queue.Enqueue<State>> | undefined = undefined
+  // Advisory callbacks run in order on a fiber of their own, never on the
+  // path that claims, renews or releases the lease. The fiber is started
+  // for a callback when none runs, and ends once none is left: an elector
+  // whose callbacks are not due holds no fiber for them. `advise` bounds
+  // the queue.
+  advisory: Array<Effect.Effect<void>> = []
+  adviser: Fiber.RuntimeFiber<void> | undefined = undefined
+  // Whether `run`'s fiber has a tracer that reads spans (see
+  // instrumentation.ts): read once when it starts, not at every call.
+  traced = false
+  // Settled by the first answer of the store: failed with a fatal error
+  // under failFast, succeeded otherwise. Kept as an Exit, with a Deferred
+  // only for a wait that starts before it is settled: few callers wait at
+  // all, and a Deferred per elector is half a kilobyte.
+  readiness: Exit.Exit<void, StoreError> | undefined = undefined
+  readyWaiter: Deferred.Deferred<void, StoreError> | undefined = undefined
+  /** Operations currently failing with fatal errors; made for the first. */
+  fatal: Set<Operation> | undefined = undefined
+  /** When a fatal error was last logged, and how many were not since. */
+  fatalLoggedAt = 0n
+  fatalUnlogged = 0
+  /** The highest fence any term of this participant has used. */
+  ledUnder = -1n
+  /** The term that has started and not yet fully ended. */
+  active: Term | undefined = undefined
+  /** Local monotonic nanoseconds until which this participant stays out of the election. */
+  heldOffUntil = 0n
+  /** Whether the last poll saw a live candidate this participant prefers to itself. */
+  outranked = false
+  // Polls and claims that failed in a row with retryable errors (shed,
+  // timed out: the store is overloaded or unreachable), since the last
+  // answer. A fatal error needs an operator, not fewer polls.
+  stepFailures = 0
+  /** The fiber running `run`, so that closing the elector's scope stops it. */
+  runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined = undefined
+
+  // The public surface, each built once: an effect that calls a method.
+  readonly isLeader: Effect.Effect<boolean> = Effect.sync(() => this.leading() !== undefined)
+  readonly fence: Effect.Effect<Option.Option<bigint>> = Effect.sync(() => Option.fromNullable(this.leading()?.fence))
+  readonly status: Effect.Effect<Status> = Effect.sync(() => this.snapshot(this.state))
+  readonly changes: Stream.Stream<Status> = Stream.suspend(() => Stream.map(this.states(), (s) => this.snapshot(s)))
+  readonly run: Effect.Effect<never, AlreadyRunning> = Effect.suspend(() => this.running())
+  readonly ready: Effect.Effect<void, StoreError> = Effect.suspend(() => {
+    if (this.readiness !== undefined) return this.readiness
+    this.readyWaiter ??= Deferred.unsafeMake<void, StoreError>(FiberId.none)
+    return Deferred.await(this.readyWaiter)
+  })
+  // changes starts with the current state, so a term in progress is returned at once.
+  readonly leadership: Effect.Effect<LeadershipShape> = Effect.suspend(() =>
+    this.states().pipe(
+      Stream.filterMap((s) => Option.map(s.term, (term) => term.leadership)),
+      Stream.runHead,
+      Effect.flatten,
+      Effect.orDie
+    )
+  )
+  readonly resign: Effect.Effect<void> = Effect.suspend(() => this.resigning())
+  readonly unsafeIsLeader = (): boolean => this.leading() !== undefined
+  readonly unsafeFence = (): bigint | undefined => this.leading()?.fence
+
+  constructor(
+    readonly input: ElectorConfig,
+    readonly config: ResolvedConfig,
+    readonly store: Store.StoreShape,
+    readonly standing: Standing | undefined,
+    readonly clock: Clock.Clock,
+    readonly instrumentation: Instrumentation.Instrumentation
+  ) {
+    this.name = config.name
+    this.identity = config.identity
+    this.timeout = Duration.unsafeToNanos(config.operationTimeout)
+    const promised = AnswersWithin.of(store)
+    this.onCaller = promised !== undefined && Duration.lessThanOrEqualTo(promised, config.operationTimeout)
+  }
+
+  /** The local monotonic clock: inside a running effect, what `clock.currentTimeNanos` would give. */
+  nanos(): bigint {
+    return this.clock.unsafeCurrentTimeNanos()
+  }
+
+  annotate<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.annotateLogs(effect, { election: this.name, identity: this.identity })
+  }
+
+  // User code is untrusted: whatever it does (fail, die, throw while
+  // building its effect, interrupt itself) is logged with its cause and
+  // counted, and the elector carries on.
+  reported(callback: Metrics.Callback, cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    return Effect.zipRight(
+      Effect.logError(`${callback} failed`, cause),
+      this.instrumentation.callbackFailed(callback, outcome(cause))
+    )
+  }
+
+  contain(callback: Metrics.Callback, f: () => Effect.Effect<unknown, unknown>): Effect.Effect<void> {
+    return Effect.suspend(f).pipe(Effect.catchAllCause((cause) => this.reported(callback, cause)), Effect.asVoid)
+  }
+
+  advising(): Fiber.RuntimeFiber<void> | undefined {
+    return this.adviser !== undefined && this.adviser.unsafePoll() === null ? this.adviser : undefined
+  }
+
+  drain(): Effect.Effect<void> {
+    return Effect.gen(this, function*() {
+      let next = this.advisory.shift()
+      while (next !== undefined) {
+        yield* next
+        next = this.advisory.shift()
+      }
+    }).pipe((effect) => this.annotate(effect), Effect.withClock(this.clock))
+  }
+
+  advise(callback: Metrics.Callback, f: () => Effect.Effect<unknown>): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.advisory.length >= adviceLimit) {
+        return Effect.zipRight(
+          Effect.logWarning(`${callback} dropped: ${adviceLimit} advisory callbacks are already waiting`),
+          this.instrumentation.callbackDropped
+        )
+      }
+      this.advisory.push(this.contain(callback, f))
+      if (this.advising() !== undefined) return Effect.void
+      return Effect.asVoid(Effect.tap(Effect.forkDaemon(this.drain()), (fiber) => {
+        this.adviser = fiber
+      }))
+    })
+  }
+
+  // At shutdown, after `run` has stopped (see `shutdown`): the callbacks
+  // still queued get at most operationTimeout.
+  settleAdvice(): Effect.Effect<void> {
+    const running = this.advising()
+    if (running === undefined) return Effect.void
+    const { operationTimeout } = this.config
+    // Interruptible, so that the race does not wait for its loser.
+    return Effect.raceFirst(
+      Effect.interruptible(Effect.as(Fiber.await(running), true)),
+      Effect.interruptible(Effect.as(this.clock.sleep(operationTimeout), false))
+    ).pipe(
+      Effect.flatMap((drained) =>
+        drained ? Effect.void : Effect.zipRight(
+          this.annotate(Effect.logWarning(
+            `advisory callbacks still running at shutdown after operationTimeout (${
+              formatDuration(operationTimeout)
+            }): interrupted`
+          )),
+          Fiber.interruptFork(running)
+        )
+      )
+    )
+  }
+
+  commit(next: State): void {
+    this.state = next
+    if (this.subscribers === undefined) return
+    for (const subscriber of this.subscribers) subscriber.unsafeOffer(next)
+  }
+
+  update(f: (s: State) => State): Effect.Effect<void> {
+    return Effect.sync(() => this.commit(f(this.state)))
+  }
+
+  // Built for each subscription: few electors are ever subscribed to, and a
+  // stream is a tree of objects.
+  states(): Stream.Stream<State> {
+    return Stream.unwrapScoped(Effect.map(
+      Effect.acquireRelease(
+        Effect.flatMap(Queue.unbounded<State>(), (queue) =>
+          Effect.sync(() => {
+            ;(this.subscribers ??= new Set()).add(queue)
+            queue.unsafeOffer(this.state)
+            return queue
+          })),
+        (queue) => Effect.zipRight(Effect.sync(() => this.subscribers?.delete(queue)), Queue.shutdown(queue))
+      ),
+      (queue) => Stream.fromQueue(queue)
+    ))
+  }
+
+  /** The term in progress, if its deadline has not passed. */
+  leading(): Term | undefined {
+    return live(this.state, this.nanos())
+  }
+
+  snapshot(s: State): Status {
+    const now = this.nanos()
+    const wall = this.clock.unsafeCurrentTimeMillis()
+    const term = Option.fromNullable(live(s, now))
+    return {
+      isLeader: Option.isSome(term),
+      fence: Option.map(term, (t) => t.fence),
+      identity: this.identity,
+      leader: Option.map(s.leader, (o) => o.holder),
+      leaderFence: Option.map(s.leader, (o) => o.fence),
+      leaderPayload: Option.flatMap(s.leader, (o) => Option.fromNullable(o.payload)),
+      observedAt: Option.map(s.observedAt, (ms) => new Date(ms)),
+      validUntil: Option.map(term, (t) => new Date(wall + Number((t.deadline - now) / 1_000_000n))),
+      lastError: s.lastError
+    }
+  }
+
+  // Every store call gives control back at operationTimeout, whatever the
+  // store does with the interruption. A store that promises to answer
+  // within that time, and to give control back at once when interrupted
+  // (the SQL stores: see answersWithin.ts), runs on the caller's fiber.
+  // Any other store's attempt runs in a fiber of its own, started on the
+  // caller's runtime (its clock, tracer, span and log annotations) but never
+  // a child of the caller (a fiber waits for its children when it exits,
+  // so a driver that takes its time to cancel would hold up the step-down
+  // that interrupts the caller). The attempt starts at once, on the caller's
+  // stack, up to its first asynchronous step. The caller waits in
+  // `Effect.async`, resumed by the attempt's end or by the timer, whichever
+  // comes first; the attempt is then interrupted without waiting for it.
+  // The race is settled by resuming the waiter rather than by interrupting
+  // it, so it holds in uninterruptible regions too (the release at
+  // step-down). Whatever the store's effect ends with that is not one of its
+  // errors (a defect, an interruption of its own) becomes a fatal StoreError.
+  apart<A, E>(operation: Operation, effect: Effect.Effect<A, E>): Effect.Effect<A, E | StoreError> {
+    const { clock, config } = this
+    return Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+      Effect.async<A, E | StoreError>((resume) => {
+        const scheduler = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentScheduler)
+        const deadline = clock.unsafeCurrentTimeNanos() + this.timeout
+        let settled = false
+        let cancelDeadline: (() => void) | undefined
+        // Interrupts the attempt unless it has ended: the store's answer settled the call.
+        const settle = (outcome: Exit.Exit<A, E | StoreError>, ended: boolean) => {
+          if (settled) return
+          settled = true
+          cancelDeadline?.()
+          if (!ended) attempt.unsafeInterruptAsFork(FiberId.none)
+          resume(outcome)
+        }
+        // Interruptible even when the caller is not (the release at step-down).
+        const attempt = Runtime.runFork(runtime)(Effect.interruptible(effect))
+        attempt.addObserver((exit) =>
+          settle(
+            Exit.isSuccess(exit) ? exit : Either.match(Cause.failureOrCause(exit.cause), {
+              onLeft: (error) => Exit.fail(error),
+              onRight: (other) => Exit.fail(storeBroke(operation, other))
+            }),
+            true
+          )
+        )
+        // Answered already, on this stack: no deadline to keep.
+        if (settled) return
+        // The error is built only for a call that times out.
+        cancelDeadline = Deadlines.schedule(clock, scheduler, deadline, () =>
+          settle(
+            Exit.fail(stackless(() =>
+              new StoreError({
+                operation,
+                retryable: true,
+                reason: `no answer within ${formatDuration(config.operationTimeout)}`,
+                cause: undefined
+              })
+            )),
+            false
+          ))
+        return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
+      }))
+  }
+
+  // One step settles the call, into an Either, as `Effect.either` would
+  // give it (the loop's steps look at every outcome): an answer ("no
+  // record" is one too) is recorded; an error of the store's is the
+  // caller's to report; anything else the store's effect ends with on the
+  // caller's fiber (a defect, an interruption of its own) is a fatal
+  // StoreError, as it is when the call runs in a fiber of its own.
+  attempt<A, E>(
+    operation: Operation,
+    effect: Effect.Effect<A, E>,
+    fence?: bigint
+  ): Effect.Effect<Either.Either<A, E | StoreError>> {
+    const settled = Effect.matchCauseEffect(this.onCaller ? effect : this.apart(operation, effect), {
+      onSuccess: (value) => {
+        const rest = this.answered(operation)
+        return rest === undefined ? Effect.succeed(Either.right(value)) : Effect.as(rest, Either.right(value))
+      },
+      onFailure: (cause): Effect.Effect<Either.Either<A, E | StoreError>> => {
+        const error = Cause.failureOption(cause)
+        if (Option.isSome(error)) {
+          const left = Effect.succeed(Either.left(error.value))
+          return Predicate.isTagged(error.value, "NoLease")
+            ? Effect.zipRight(this.answered(operation) ?? Effect.void, left)
+            : left
+        }
+        // A defect, or an interruption of the store's own: an interruption
+        // of the caller skips this step, or waits (uninterruptible) for the
+        // call to end, so it never ends a call here.
+        return Effect.succeed(Either.left(storeBroke(operation, cause)))
+      }
+    })
+    return this.traced ? this.instrumentation.span(operation, fence)(settled) : settled
+  }
+
+  // The same, its outcome as the effect's: for the calls that only catch errors.
+  call<A, E>(operation: Operation, effect: Effect.Effect<A, E>, fence?: bigint): Effect.Effect<A, E | StoreError> {
+    return Effect.flatMap(this.attempt(operation, effect, fence), (outcome): Effect.Effect<A, E | StoreError> => outcome)
+  }
+
+  settleReady(exit: Exit.Exit<void, StoreError>): void {
+    if (this.readiness !== undefined) return
+    this.readiness = exit
+    if (this.readyWaiter !== undefined) Deferred.unsafeDone(this.readyWaiter, exit)
+    this.readyWaiter = undefined
+  }
+
+  // A fatal error (bad credentials, missing table, no privilege) needs an
+  // operator, and retrying will not fix it: log it at ERROR, but once, then
+  // at most once a minute, not once per poll. Its end is logged at ERROR
+  // too, so that an error-only log pipeline shows the incident closed.
+  fatalFailed(error: StoreError): Effect.Effect<void> {
+    return Effect.gen(this, function*() {
+      const now = this.nanos()
+      const fatal = this.fatal ??= new Set()
+      const first = fatal.size === 0
+      fatal.add(error.operation)
+      yield* this.instrumentation.storeFatal(true)
+      if (first) {
+        this.fatalLoggedAt = now
+        this.fatalUnlogged = 0
+        return yield* Effect.logError(
+          `${error.message}; the store needs an operator (retrying; repeats logged at most once a minute)`
+        )
+      }
+      if (now - this.fatalLoggedAt < repeatFatalAfter) {
+        this.fatalUnlogged++
+        return
+      }
+      yield* Effect.logError(`${error.message} (still failing; ${this.fatalUnlogged} more since last logged)`)
+      this.fatalLoggedAt = now
+      this.fatalUnlogged = 0
+    })
+  }
+
+  // Called at every answer, as it comes (so it changes the state only when
+  // an error clears); what it gives back is what remains to run, if anything.
+  answered(operation: Operation): Effect.Effect<void> | undefined {
+    const { state } = this
+    // Only a success of the operation that failed clears its error; a
+    // lost or expired lease is cleared by a lease this participant holds.
+    const clears = Option.exists(state.lastError, (error) =>
+      error._tag === "StoreError"
+        ? error.operation === operation
+        : operation === "renew" || operation === "acquire")
+    if (clears) this.commit({ ...state, lastError: Option.none() })
+    this.settleReady(Exit.void)
+    const fatal = this.fatal
+    if (fatal === undefined || !fatal.delete(operation) || fatal.size > 0) return undefined
+    return Effect.zipRight(
+      this.instrumentation.storeFatal(false),
+      Effect.logError(`store calls succeed again (${operation}): no longer failing fatally`)
+    )
+  }
+
+  failed(error: LastError): Effect.Effect<void> {
+    return Effect.gen(this, function*() {
+      yield* this.update((s) => ({ ...s, lastError: Option.some(error) }))
+      if (error._tag === "LeaseExpiredLocally") return yield* Effect.logWarning(error.message)
+      // Any answer of the store, an error included, makes the elector ready.
+      this.settleReady(this.config.failFast && Store.isFatal(error) ? Exit.fail(error) : Exit.void)
+      if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
+      yield* this.instrumentation.storeFailed(error)
+      if (error.retryable) return yield* Effect.logWarning(error.message)
+      yield* this.fatalFailed(error)
+    })
+  }
+
+  // Records what a store call saw, in one change of the state: with the
+  // term's new deadline when it is a renewal's answer. What it gives back
+  // (a new leader to announce) is what remains to run, if anything.
+  observe(lease: Lease.Lease | undefined, deadline?: bigint): Effect.Effect<void> | undefined {
+    const { state } = this
+    const before = state.leader
+    // The leader seen last time, seen again (as most answers show it), is
+    // kept as it is rather than built anew at every call. Its payload must
+    // be the very same object: a store that decodes it afresh gets a new one.
+    const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
+      ? Option.none()
+      : Option.isSome(before) && before.value.holder === lease.holder && before.value.fence === lease.fence &&
+          before.value.payload === lease.payload
+      ? before
+      : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
+    this.commit({
+      ...state,
+      term: deadline === undefined ? state.term : Option.map(state.term, (t) => ({ ...t, deadline })),
+      leader: seen,
+      observedAt: Option.some(this.clock.unsafeCurrentTimeMillis())
+    })
+    if (Option.isNone(seen)) return undefined
+    const { fence, holder } = seen.value
+    if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return undefined
+    const announced = Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
+    const onNewLeader = this.input.onNewLeader
+    return onNewLeader === undefined
+      ? announced
+      : Effect.zipRight(announced, this.advise("onNewLeader", () => onNewLeader(holder, fence)))
+  }
+
+  // Waits a jittered retryPeriod, then polls; but after a reply (received
+  // at `replyAt`) showing someone else's valid lease, claims at the instant
+  // it can first be claimed if that comes first: a crashed leader's lease
+  // is taken over one round trip after it expires, not at the next poll.
+  // The database decides who wins a claim; this only picks when to ask.
+  // After polls or claims that failed in a row the wait grows (see
+  // `backoff`), so that an overloaded store gets fewer polls; the first
+  // answer resets it.
+  // The wait is `follow`'s, once the step has returned: what a step built
+  // is garbage by then, rather than kept (and promoted) over the wait.
+  // `random` (in [0, 1), for the jitter) is drawn by the step, which yields
+  // anyway: a plain function here spares each poll an effect of its own.
+  pause(random: number, lease?: Lease.Lease, replyAt = 0n): Next {
+    const { config } = this
+    const poll = backoff(config.retryPeriod, this.stepFailures, config.leaseDuration, random)
+    const next = lease === undefined || Lease.isExpired(lease)
+      ? { claim: false, wait: poll }
+      : nextStep(poll, Duration.toMillis(Lease.ttl(lease)), Number(this.nanos() - replyAt) / 1_000_000)
+    return { step: next.claim ? "claim" : "poll", wait: next.wait }
+  }
+
+  // Advertises this participant (when it is a candidate) and returns the
+  // live candidates it prefers to itself; none when the call fails.
+  rivals(): Effect.Effect<ReadonlyArray<Candidate>> {
+    const { config, identity, name, standing } = this
+    if (standing === undefined) return Effect.succeed([])
+    return this.call("advertise", standing.advertise(name, identity, standing.candidacy, config.candidateTtl)).pipe(
+      Effect.map((candidates) =>
+        candidates.filter((c) => c.identity !== identity && outranks(c, standing.candidacy, config.versionPolicy))
+      ),
+      Effect.catchAll((error) => Effect.as(this.failed(error), []))
+    )
+  }
+
+  withdrawal(): Effect.Effect<void> {
+    const { standing } = this
+    if (standing === undefined) return Effect.void
+    return this.call("withdraw", standing.withdraw(this.name, this.identity)).pipe(
+      Effect.catchAll((error) => this.failed(error))
+    )
+  }
+
+  releaseLease(fence: bigint): Effect.Effect<boolean> {
+    return this.call("release", this.store.release(this.name, this.identity, fence), fence).pipe(
+      Effect.as(true),
+      Effect.catchAll((error) => Effect.as(this.failed(error), false))
+    )
+  }
+
+  startTerm(fence: bigint, deadline: bigint): Effect.Effect<Term> {
+    return Effect.gen(this, function*() {
+      const scope = yield* Scope.make()
+      const work = yield* Scope.make()
+      const stop = yield* Deferred.make<StepDown>()
+      const ended = yield* Deferred.make<void>()
+      // Work that fails or dies ends the term (unless told to keep
+      // leading): a leader whose work is dead would otherwise hold the
+      // lease while doing nothing. Interruption is how a term ends, not a
+      // failure.
+      const fork = <A, E, R>(callback: Metrics.Callback, effect: Effect.Effect<A, E, R>) =>
+        Effect.forkIn(
+          Effect.interruptible(effect).pipe(
+            Effect.onExit((exit) =>
+              Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)
+                ? Effect.void
+                : Effect.zipRight(
+                  this.reported(callback, exit.cause),
+                  this.config.onWorkFailure === "stepDown" ? Deferred.succeed(stop, "failed") : Effect.void
+                )
+            )
+          ),
+          work
+        )
+      const leadership: LeadershipShape = {
+        name: this.name,
+        identity: this.identity,
+        fence,
+        scope,
+        isLeader: Effect.sync(() => this.leading()?.fence === fence),
+        fork: (effect) => fork("work", effect)
+      }
+      const term: Term = { fence, deadline, leadership, scope, work, stop, ended }
+      this.ledUnder = fence
+      this.active = term
+      yield* this.update((s) => ({ ...s, term: Option.some(term) }))
+      yield* this.instrumentation.termStarted
+      yield* Effect.logInfo(`started leading under fence ${fence}`)
+      const onStartedLeading = this.input.onStartedLeading
+      if (onStartedLeading !== undefined) {
+        // Built inside the fiber, so that a synchronous throw is the work's defect.
+        yield* fork("onStartedLeading", Effect.suspend(() => onStartedLeading(fence)))
+      }
+      return term
+    })
+  }
+
+  // Ends the term at its deadline. It reads nothing but the clock and the
+  // deadline the renewals leave behind, so no store call can delay it. It
+  // is an alarm on the process's deadline timer (deadlines.ts), not a
+  // fiber of its own: when it goes off, the term ends unless a renewal has
+  // moved the deadline later since, and then the next alarm is set for the
+  // deadline in force. A renewal that moves the deadline later leaves the
+  // alarm be; only an earlier one moves it.
+  watchdog(stop: Deferred.Deferred<StepDown>, scheduler: Scheduler.Scheduler) {
+    let disarm = (): void => {}
+    let alarmAt = 0n
+    const check = (): void => {
+      const term = Option.getOrUndefined(this.state.term)
+      if (term === undefined || this.nanos() >= term.deadline) {
+        Deferred.unsafeDone(stop, Exit.succeed("expired"))
+        return
+      }
+      alarmAt = term.deadline
+      disarm = Deadlines.schedule(this.clock, scheduler, alarmAt, check)
+    }
+    check()
+    return {
+      moved: (deadline: bigint): void => {
+        if (deadline >= alarmAt) return
+        disarm()
+        check()
+      },
+      disarm: () => disarm()
+    }
+  }
+
+  renewals(
+    fence: bigint,
+    firstAt: bigint,
+    stop: Deferred.Deferred<StepDown>,
+    moved: (deadline: bigint) => void,
+    until: (at: bigint) => Effect.Effect<void>
+  ): Effect.Effect<void> {
+    return Effect.gen(this, function*() {
+      const { config, identity, name, store } = this
+      const { leaseDuration, payload, safetyMargin } = config
+      let nextAt = firstAt
+      while (true) {
+        if (nextAt > this.nanos()) yield* until(nextAt)
+        const sentAt = this.nanos()
+        const result = yield* this.attempt("renew", store.renew(name, identity, fence, leaseDuration, payload), fence)
+        if (Either.isLeft(result)) {
+          yield* this.failed(result.left)
+          if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
+          nextAt = this.nanos() + Duration.unsafeToNanos(config.retryDelay)
+          continue
+        }
+        yield* this.instrumentation.renewed(Duration.nanos(this.nanos() - sentAt))
+        const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
+        const announce = this.observe(result.right, deadline)
+        if (announce !== undefined) yield* announce
+        moved(deadline)
+        nextAt = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, false))
+      }
+    })
+  }
+
+  endTerm(term: Term, exit: Exit.Exit<StepDown>): Effect.Effect<void> {
+    return Effect.gen(this, function*() {
+      const reason = Exit.getOrElse(exit, () => "shutdown" as const)
+      // Not leader from here on, before anything else happens.
+      yield* this.update((s) => ({ ...s, term: Option.none() }))
+      yield* this.instrumentation.termEnded(reason)
+      if (reason === "expired") yield* this.failed(new LeaseExpiredLocally({ name: this.name, fence: term.fence }))
+      yield* Effect.logInfo(`stopped leading under fence ${term.fence} (${reason})`)
+      yield* Scope.close(term.work, Exit.void)
+      // A finalizer that fails has still run, as have the others: the
+      // release goes ahead.
+      yield* this.contain("finalizer", () => Scope.close(term.scope, Exit.void))
+      if (reason !== "lost" && !(reason === "shutdown" && this.config.disableRelease)) {
+        yield* this.releaseLease(term.fence)
+      }
+      this.active = undefined
+      yield* Deferred.succeed(term.ended, undefined)
+      const onStoppedLeading = this.input.onStoppedLeading
+      if (onStoppedLeading !== undefined) yield* this.advise("onStoppedLeading", () => onStoppedLeading)
+    })
+  }
+
+  // A preferred candidate that has been alive for preemptAfter takes over:
+  // the term ends as a resignation does, without the hold-off.
+  challenges(stop: Deferred.Deferred<StepDown>, until: (at: bigint) => Effect.Effect<void>): Effect.Effect<void> {
+    return Effect.gen(this, function*() {
+      const { config } = this
+      while (true) {
+        yield* until(this.nanos() + Duration.unsafeToNanos(jittered(config.retryPeriod, yield* Random.next)))
+        const due = (yield* this.rivals()).find((c) => Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter))
+        if (due !== undefined) {
+          yield* Effect.logInfo(`handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`)
+          return yield* Deferred.succeed(stop, "preempted")
+        }
+      }
+    })
+  }
+
+  lead(fence: bigint, sentAt: bigint, deadline: bigint): Effect.Effect<StepDown | "shutdown"> {
+    return Effect.acquireUseRelease(
+      this.startTerm(fence, deadline),
+      ({ stop }) =>
+        Effect.gen(this, function*() {
+          const { clock, config } = this
+          const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+          const guard = this.watchdog(stop, scheduler)
+          const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
+          const renewing = Deadlines.waits(clock, scheduler)
+          // A child of this fiber rather than a daemon, so TestClock sees it.
+          const renewer = yield* Effect.fork(this.renewals(fence, first, stop, guard.moved, renewing.until))
+          // No fiber at all for a participant that is no candidate.
+          const challenging = this.standing === undefined ? undefined : Deadlines.waits(clock, scheduler)
+          const challenger = challenging === undefined
+            ? undefined
+            : yield* Effect.fork(this.challenges(stop, challenging.until))
+          return yield* Deferred.await(stop).pipe(
+            Effect.ensuring(
+              Effect.zipRight(
+                challenger === undefined ? Effect.void : Fiber.interrupt(challenger),
+                Effect.zipRight(
+                  Fiber.interrupt(renewer),
+                  Effect.sync(() => {
+                    guard.disarm()
+                    renewing.cancel()
+                    challenging?.cancel()
+                  })
+                )
+              )
+            )
+          )
+        }),
+      (term, exit) => this.endTerm(term, exit)
+    )
+  }
+
+  claim(): Effect.Effect<Next> {
+    return Effect.gen(this, function*() {
+      const { config, identity, name } = this
+      const { leaseDuration, safetyMargin } = config
+      const sentAt = this.nanos()
+      const result = yield* this.attempt("acquire", this.store.acquire(name, identity, leaseDuration, config.payload))
+      const replyAt = this.nanos()
+      if (Either.isLeft(result)) {
+        this.stepFailures = result.left.retryable ? this.stepFailures + 1 : 0
+        yield* this.failed(result.left)
+        return this.pause(yield* Random.next)
+      }
+      this.stepFailures = 0
+      const lease = result.right
+      const announce = this.observe(lease)
+      if (announce !== undefined) yield* announce
+      if (!Lease.isHeldBy(lease, identity)) return this.pause(yield* Random.next, lease, replyAt)
+      // A fence a term of ours already used: the database clock stepped back
+      // and revived a lease this participant had given up, or let expire.
+      // Leading under it again would let the old term's late writes pass for
+      // the new term's, so give it up: the next claim takes a fresh fence.
+      if (lease.fence <= this.ledUnder) {
+        yield* this.releaseLease(lease.fence)
+        return this.pause(yield* Random.next)
+      }
+      // Won, but resigned while the claim was in flight.
+      if (this.nanos() < this.heldOffUntil) {
+        yield* this.releaseLease(lease.fence)
+        return pollNow
+      }
+      const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
+      // Won, but with too little time left to prove it: the next poll gives it up.
+      if (deadline <= this.nanos()) return this.pause(yield* Random.next)
+      const reason = yield* this.lead(lease.fence, sentAt, deadline)
+      // The term's work failed: let a healthy participant take over.
+      return reason === "failed" ? { step: "poll", wait: config.workFailureBackoff } : pollNow
+    })
+  }
+
+  poll(): Effect.Effect<Next> {
+    return Effect.gen(this, function*() {
+      // No candidacy, no rivals: outranked stays false.
+      if (this.standing !== undefined) this.outranked = (yield* this.rivals()).length > 0
+      const seen = yield* this.attempt("inspect", this.store.inspect(this.name))
+      const replyAt = this.nanos()
+      if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
+        this.stepFailures = seen.left.retryable ? this.stepFailures + 1 : 0
+        yield* this.failed(seen.left)
+        return this.pause(yield* Random.next)
+      }
+      this.stepFailures = 0
+      const lease = Either.getOrUndefined(seen)
+      const announce = this.observe(lease)
+      if (announce !== undefined) yield* announce
+      if (lease !== undefined && Lease.isHeldBy(lease, this.identity)) {
+        // A valid lease of ours that no term of ours is using: an earlier term
+        // that stepped down locally, or an acquire whose reply was lost. Give
+        // it up, so that the next term is told apart by a fresh fence.
+        if (!(yield* this.releaseLease(lease.fence))) return this.pause(yield* Random.next)
+      } else if (lease !== undefined && !Lease.isExpired(lease)) {
+        return this.pause(yield* Random.next, lease, replyAt)
+      }
+      // Free, and a preferred candidate is alive: leave the lease to it, for
+      // as long as a live candidate needs to claim it (it may have died since
+      // its last advertisement).
+      if (
+        lease !== undefined && this.outranked &&
+        lease.now.getTime() - lease.expiresAt.getTime() < Duration.toMillis(this.config.candidateTtl)
+      ) return this.pause(yield* Random.next)
+      return yield* this.claim()
+    })
+  }
+
+  follow(until: (at: bigint) => Effect.Effect<void>): Effect.Effect<never> {
+    return Effect.gen(this, function*() {
+      let step: Step = "poll"
+      while (true) {
+        // Resigned: out of the election until the hold-off ends (a second resign extends it).
+        if (this.heldOffUntil > this.nanos()) {
+          yield* this.withdrawal()
+          while (this.heldOffUntil > this.nanos()) yield* until(this.heldOffUntil)
+        }
+        // Claiming at a seen lease's expiry skips the look at the record:
+        // not while a preferred candidate is alive, which may claim it.
+        const next: Next = yield* (step === "claim" && !this.outranked ? this.claim() : this.poll())
+        if (next.wait !== undefined) yield* until(this.nanos() + Duration.unsafeToNanos(next.wait))
+        step = next.step
+      }
+    })
+  }
+
+  /** `run`: the loop on the caller's fiber, with the elector's clock and log annotations. */
+  running(): Effect.Effect<never, AlreadyRunning> {
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
+        if (this.runner !== undefined) return new AlreadyRunning({ name: this.name, identity: this.identity })
+        this.runner = fiber
+        this.traced = !Instrumentation.isNative(fiber.currentTracer)
+        const { clock } = this
+        const services = fiber.getFiberRef(DefaultServices.currentServices)
+        const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
+        const waits = Deadlines.waits(clock, fiber.currentScheduler)
+        const loop = this.follow(waits.until).pipe(
+          // Nothing the store or user code does ends the loop; should anything
+          // else, say so loudly rather than linger as a silent non-participant.
+          // (Interrupting `run` from outside skips this: that is how it stops.)
+          Effect.tapErrorCause((cause) =>
+            Effect.zipRight(
+              Effect.logFatal("the elector stopped", cause),
+              Effect.sync(() => this.settleReady(Exit.failCause(cause)))
+            )
+          )
+        )
+        return Effect.zipRight(
+          setting(
+            // The fiber's own services when they hold the elector's clock
+            // already (as they do unless the clock was provided to `make`
+            // alone): a copy per elector would be a map of its own.
+            Context.get(services, Clock.Clock) === clock ? services : Context.add(services, Clock.Clock, clock),
+            HashMap.set(HashMap.set(annotations, "election", this.name), "identity", this.identity)
+          ),
+          Effect.ensuring(
+            restore(loop),
+            Effect.zipRight(
+              this.withdrawal(),
+              Effect.zipRight(
+                Effect.sync(() => {
+                  waits.cancel()
+                  this.runner = undefined
+                }),
+                setting(services, annotations)
+              )
+            )
+          )
+        )
+      })
+    )
+  }
+
+  resigning(): Effect.Effect<void> {
+    this.heldOffUntil = this.nanos() + Duration.unsafeToNanos(this.config.resignHoldOff)
+    const term = this.active
+    if (term === undefined) return Effect.void
+    return Effect.zipRight(Deferred.succeed(term.stop, "resigned"), Deferred.await(term.ended))
+  }
+
+  // At shutdown, in this order: `run` stops, the advisory callbacks settle,
+  // and, once the elector's calls have ended, the deadline timer need not
+  // outlive them (see deadlines.ts).
+  shutdown(): Effect.Effect<void> {
+    return (this.runner === undefined ? Effect.void : Fiber.interrupt(this.runner)).pipe(
+      Effect.zipRight(Effect.suspend(() => this.settleAdvice())),
+      Effect.zipRight(Effect.sync(() => Deadlines.quiesce(this.clock)))
+    )
+  }
+}
+
 /** @internal */
 export const make = (
   input: ElectorConfig
 ): Effect.Effect<Elector, InvalidConfig | IdentityError | DuplicateIdentity, Store.Store | Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* resolve(input)
-    const { identity, leaseDuration, name, payload, safetyMargin } = config
+    const { identity, name } = config
     yield* register(name, identity)
     const store = yield* Store.Store
     const { advertise, withdraw } = store
@@ -167,754 +1013,12 @@ export const make = (
       })
     }
     const clock = yield* Effect.clock
-    // The local monotonic clock, read where it is needed: inside an effect
-    // that is running, this is what `clock.currentTimeNanos` would give.
-    const nanos = () => clock.unsafeCurrentTimeNanos()
     const scope = yield* Effect.scope
     const instrumentation = yield* Instrumentation.make(name, identity)
-    const annotate = Effect.annotateLogs({ election: name, identity })
-
-    // User code is untrusted: whatever it does (fail, die, throw while
-    // building its effect, interrupt itself) is logged with its cause and
-    // counted, and the elector carries on.
-    const reported = (callback: Metrics.Callback, cause: Cause.Cause<unknown>) =>
-      Effect.zipRight(
-        Effect.logError(`${callback} failed`, cause),
-        instrumentation.callbackFailed(callback, outcome(cause))
-      )
-    const contain = (callback: Metrics.Callback, f: () => Effect.Effect<unknown, unknown>): Effect.Effect<void> =>
-      Effect.suspend(f).pipe(Effect.catchAllCause((cause) => reported(callback, cause)), Effect.asVoid)
-
-    // Advisory callbacks run in order on a fiber of their own, never on the
-    // path that claims, renews or releases the lease. The fiber is started
-    // for a callback when none runs, and ends once none is left: an elector
-    // whose callbacks are not due holds no fiber for them. `advise` bounds
-    // the queue.
-    const advisory: Array<Effect.Effect<void>> = []
-    let adviser: Fiber.RuntimeFiber<void> | undefined
-    const advising = (): Fiber.RuntimeFiber<void> | undefined =>
-      adviser !== undefined && adviser.unsafePoll() === null ? adviser : undefined
-    // Built when a fiber starts, not kept: most electors have no advisory
-    // callbacks, and a thousand electors would each hold a copy.
-    const drain = (): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        let next = advisory.shift()
-        while (next !== undefined) {
-          yield* next
-          next = advisory.shift()
-        }
-      }).pipe(annotate, Effect.withClock(clock))
-    const advise = (callback: Metrics.Callback, f: () => Effect.Effect<unknown>) =>
-      Effect.suspend(() => {
-        if (advisory.length >= adviceLimit) {
-          return Effect.zipRight(
-            Effect.logWarning(`${callback} dropped: ${adviceLimit} advisory callbacks are already waiting`),
-            instrumentation.callbackDropped
-          )
-        }
-        advisory.push(contain(callback, f))
-        if (advising() !== undefined) return Effect.void
-        return Effect.asVoid(Effect.tap(Effect.forkDaemon(drain()), (fiber) => {
-          adviser = fiber
-        }))
-      })
-    // At shutdown, after `run` has stopped (see `runner` below): the
-    // callbacks still queued get at most operationTimeout.
-    const settleAdvice: Effect.Effect<void> = Effect.suspend(() => {
-      const running = advising()
-      if (running === undefined) return Effect.void
-      // Interruptible, so that the race does not wait for its loser.
-      return Effect.raceFirst(
-        Effect.interruptible(Effect.as(Fiber.await(running), true)),
-        Effect.interruptible(Effect.as(clock.sleep(config.operationTimeout), false))
-      ).pipe(
-        Effect.flatMap((drained) =>
-          drained ? Effect.void : Effect.zipRight(
-            Effect.logWarning(
-              `advisory callbacks still running at shutdown after operationTimeout (${
-                formatDuration(config.operationTimeout)
-              }): interrupted`
-            ).pipe(annotate),
-            Fiber.interruptFork(running)
-          )
-        )
-      )
-    })
-
-    // The state is a plain variable, so that reading it takes no fiber: the
-    // deadline is compared with the clock on every read (isLeader, fence,
-    // status). `commit` alone changes it, and hands the new state to each
-    // `changes` subscriber in the same synchronous step: in order, none lost,
-    // one per change.
-    let state: State = initial
-    const subscribers = new Set<Queue.Enqueue<State>>()
-    const commit = (next: State): void => {
-      state = next
-      for (const subscriber of subscribers) subscriber.unsafeOffer(next)
-    }
-    const update = (f: (s: State) => State) => Effect.sync(() => commit(f(state)))
-    // Built for each subscription rather than once per elector: few
-    // electors are ever subscribed to, and a stream is a tree of objects.
-    const states = () => Stream.unwrapScoped(Effect.map(
-      Effect.acquireRelease(
-        Effect.flatMap(Queue.unbounded<State>(), (queue) =>
-          Effect.sync(() => {
-            subscribers.add(queue)
-            queue.unsafeOffer(state)
-            return queue
-          })),
-        (queue) => Effect.zipRight(Effect.sync(() => subscribers.delete(queue)), Queue.shutdown(queue))
-      ),
-      (queue) => Stream.fromQueue(queue)
-    ))
-
-    /** The term in progress, if its deadline has not passed. */
-    const live = (s: State, now: bigint): Term | undefined => {
-      const term = Option.getOrUndefined(s.term)
-      return term !== undefined && now < term.deadline ? term : undefined
-    }
-    const leading = () => live(state, clock.unsafeCurrentTimeNanos())
-
-    const snapshot = (s: State): Status => {
-      const now = clock.unsafeCurrentTimeNanos()
-      const wall = clock.unsafeCurrentTimeMillis()
-      const term = Option.fromNullable(live(s, now))
-      return {
-        isLeader: Option.isSome(term),
-        fence: Option.map(term, (t) => t.fence),
-        identity,
-        leader: Option.map(s.leader, (o) => o.holder),
-        leaderFence: Option.map(s.leader, (o) => o.fence),
-        leaderPayload: Option.flatMap(s.leader, (o) => Option.fromNullable(o.payload)),
-        observedAt: Option.map(s.observedAt, (ms) => new Date(ms)),
-        validUntil: Option.map(term, (t) => new Date(wall + Number((t.deadline - now) / 1_000_000n))),
-        lastError: s.lastError
-      }
-    }
-
-    const timeout = Duration.unsafeToNanos(config.operationTimeout)
-    // Whether `run`'s fiber has a tracer that reads spans (see
-    // instrumentation.ts): read once when it starts, not at every call.
-    let traced = false
-
-    // Every store call gives control back at operationTimeout, whatever the
-    // store does with the interruption. A store that promises to answer
-    // within that time, and to give control back at once when interrupted
-    // (the SQL stores: see answersWithin.ts), runs on the caller's fiber.
-    // Any other store's attempt runs in a fiber of its own, started on the
-    // caller's runtime (its clock, tracer, span and log annotations) but never
-    // a child of the caller (a fiber waits for its children when it exits,
-    // so a driver that takes its time to cancel would hold up the step-down
-    // that interrupts the caller). The attempt starts at once, on the caller's
-    // stack, up to its first asynchronous step. The caller waits in
-    // `Effect.async`, resumed by the attempt's end or by the timer, whichever
-    // comes first; the attempt is then interrupted without waiting for it.
-    // The race is settled by resuming the waiter rather than by interrupting
-    // it, so it holds in uninterruptible regions too (the release at
-    // step-down). Whatever the store's effect ends with that is not one of its
-    // errors (a defect, an interruption of its own) becomes a fatal StoreError.
-    const promised = AnswersWithin.of(store)
-    const onCaller = promised !== undefined && Duration.lessThanOrEqualTo(promised, config.operationTimeout)
-    const apart = <A, E>(operation: Operation, effect: Effect.Effect<A, E>): Effect.Effect<A, E | StoreError> =>
-      Effect.flatMap(Effect.runtime<never>(), (runtime) =>
-        Effect.async<A, E | StoreError>((resume) => {
-          const scheduler = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentScheduler)
-          const deadline = clock.unsafeCurrentTimeNanos() + timeout
-          let settled = false
-          let cancelDeadline: (() => void) | undefined
-          // Interrupts the attempt unless it has ended: the store's answer settled the call.
-          const settle = (outcome: Exit.Exit<A, E | StoreError>, ended: boolean) => {
-            if (settled) return
-            settled = true
-            cancelDeadline?.()
-            if (!ended) attempt.unsafeInterruptAsFork(FiberId.none)
-            resume(outcome)
-          }
-          // Interruptible even when the caller is not (the release at step-down).
-          const attempt = Runtime.runFork(runtime)(Effect.interruptible(effect))
-          attempt.addObserver((exit) =>
-            settle(
-              Exit.isSuccess(exit) ? exit : Either.match(Cause.failureOrCause(exit.cause), {
-                onLeft: (error) => Exit.fail(error),
-                onRight: (other) => Exit.fail(storeBroke(operation, other))
-              }),
-              true
-            )
-          )
-          // Answered already, on this stack: no deadline to keep.
-          if (settled) return
-          // The error is built only for a call that times out.
-          cancelDeadline = Deadlines.schedule(clock, scheduler, deadline, () =>
-            settle(
-              Exit.fail(stackless(() =>
-                new StoreError({
-                  operation,
-                  retryable: true,
-                  reason: `no answer within ${formatDuration(config.operationTimeout)}`,
-                  cause: undefined
-                })
-              )),
-              false
-            ))
-          return Effect.sync(() => settle(Exit.interrupt(FiberId.none), false))
-        })
-      )
-    // One step settles the call, into an Either, as `Effect.either` would
-    // give it (the loop's steps look at every outcome): an answer ("no
-    // record" is one too) is recorded; an error of the store's is the
-    // caller's to report; anything else the store's effect ends with on the
-    // caller's fiber (a defect, an interruption of its own) is a fatal
-    // StoreError, as it is when the call runs in a fiber of its own.
-    const attempt = <A, E>(
-      operation: Operation,
-      effect: Effect.Effect<A, E>,
-      fence?: bigint
-    ): Effect.Effect<Either.Either<A, E | StoreError>> => {
-      const settled = Effect.matchCauseEffect(onCaller ? effect : apart(operation, effect), {
-        onSuccess: (value) => {
-          const rest = answered(operation)
-          return rest === undefined ? Effect.succeed(Either.right(value)) : Effect.as(rest, Either.right(value))
-        },
-        onFailure: (cause): Effect.Effect<Either.Either<A, E | StoreError>> => {
-          const error = Cause.failureOption(cause)
-          if (Option.isSome(error)) {
-            const left = Effect.succeed(Either.left(error.value))
-            return Predicate.isTagged(error.value, "NoLease")
-              ? Effect.zipRight(answered(operation) ?? Effect.void, left)
-              : left
-          }
-          // A defect, or an interruption of the store's own: an interruption
-          // of the caller skips this step, or waits (uninterruptible) for the
-          // call to end, so it never ends a call here.
-          return Effect.succeed(Either.left(storeBroke(operation, cause)))
-        }
-      })
-      return traced ? instrumentation.span(operation, fence)(settled) : settled
-    }
-    // The same, its outcome as the effect's: for the calls that only catch errors.
-    const call = <A, E>(operation: Operation, effect: Effect.Effect<A, E>, fence?: bigint) =>
-      Effect.flatMap(attempt(operation, effect, fence), (outcome): Effect.Effect<A, E | StoreError> => outcome)
-
-    // Settled by the first answer of the store: failed with a fatal error
-    // under failFast, succeeded otherwise. Kept as an Exit, with a Deferred
-    // only for a wait that starts before it is settled: few callers wait at
-    // all, and a Deferred per elector is half a kilobyte.
-    let readiness: Exit.Exit<void, StoreError> | undefined
-    let readyWaiter: Deferred.Deferred<void, StoreError> | undefined
-    const settleReady = (exit: Exit.Exit<void, StoreError>): void => {
-      if (readiness !== undefined) return
-      readiness = exit
-      if (readyWaiter !== undefined) Deferred.unsafeDone(readyWaiter, exit)
-      readyWaiter = undefined
-    }
-    const ready: Effect.Effect<void, StoreError> = Effect.suspend(() => {
-      if (readiness !== undefined) return readiness
-      readyWaiter ??= Deferred.unsafeMake<void, StoreError>(FiberId.none)
-      return Deferred.await(readyWaiter)
-    })
-
-    // Operations currently failing with fatal errors, and when that was last logged.
-    const fatal = new Set<Operation>()
-    let fatalLoggedAt = 0n
-    let fatalUnlogged = 0
-    const repeatFatalAfter = Duration.unsafeToNanos(Duration.minutes(1))
-
-    // A fatal error (bad credentials, missing table, no privilege) needs an
-    // operator, and retrying will not fix it: log it at ERROR, but once, then
-    // at most once a minute, not once per poll. Its end is logged at ERROR
-    // too, so that an error-only log pipeline shows the incident closed.
-    const fatalFailed = (error: StoreError) =>
-      Effect.gen(function*() {
-        const now = nanos()
-        const first = fatal.size === 0
-        fatal.add(error.operation)
-        yield* instrumentation.storeFatal(true)
-        if (first) {
-          fatalLoggedAt = now
-          fatalUnlogged = 0
-          return yield* Effect.logError(
-            `${error.message}; the store needs an operator (retrying; repeats logged at most once a minute)`
-          )
-        }
-        if (now - fatalLoggedAt < repeatFatalAfter) {
-          fatalUnlogged++
-          return
-        }
-        yield* Effect.logError(`${error.message} (still failing; ${fatalUnlogged} more since last logged)`)
-        fatalLoggedAt = now
-        fatalUnlogged = 0
-      })
-
-    // Called at every answer, as it comes (so it changes the state only when
-    // an error clears); what it gives back is what remains to run, if anything.
-    const answered = (operation: Operation): Effect.Effect<void> | undefined => {
-      // Only a success of the operation that failed clears its error; a
-      // lost or expired lease is cleared by a lease this participant holds.
-      const clears = Option.exists(state.lastError, (error) =>
-        error._tag === "StoreError"
-          ? error.operation === operation
-          : operation === "renew" || operation === "acquire")
-      if (clears) commit({ ...state, lastError: Option.none() })
-      settleReady(Exit.void)
-      if (!fatal.delete(operation) || fatal.size > 0) return undefined
-      return Effect.zipRight(
-        instrumentation.storeFatal(false),
-        Effect.logError(`store calls succeed again (${operation}): no longer failing fatally`)
-      )
-    }
-
-    const failed = (error: LastError) =>
-      Effect.gen(function*() {
-        yield* update((s) => ({ ...s, lastError: Option.some(error) }))
-        if (error._tag === "LeaseExpiredLocally") return yield* Effect.logWarning(error.message)
-        // Any answer of the store, an error included, makes the elector ready.
-        settleReady(config.failFast && Store.isFatal(error) ? Exit.fail(error) : Exit.void)
-        if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
-        yield* instrumentation.storeFailed(error)
-        if (error.retryable) return yield* Effect.logWarning(error.message)
-        yield* fatalFailed(error)
-      })
-
-    // Records what a store call saw, in one change of the state: with the
-    // term's new deadline when it is a renewal's answer. What it gives back
-    // (a new leader to announce) is what remains to run, if anything.
-    const observe = (lease: Lease.Lease | undefined, deadline?: bigint): Effect.Effect<void> | undefined => {
-      const before = state.leader
-      // The leader seen last time, seen again (as most answers show it), is
-      // kept as it is rather than built anew at every call. Its payload must
-      // be the very same object: a store that decodes it afresh gets a new one.
-      const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
-        ? Option.none()
-        : Option.isSome(before) && before.value.holder === lease.holder && before.value.fence === lease.fence &&
-            before.value.payload === lease.payload
-        ? before
-        : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
-      commit({
-        ...state,
-        term: deadline === undefined ? state.term : Option.map(state.term, (t) => ({ ...t, deadline })),
-        leader: seen,
-        observedAt: Option.some(clock.unsafeCurrentTimeMillis())
-      })
-      if (Option.isNone(seen)) return undefined
-      const { fence, holder } = seen.value
-      if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return undefined
-      const announced = Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
-      const onNewLeader = input.onNewLeader
-      return onNewLeader === undefined
-        ? announced
-        : Effect.zipRight(announced, advise("onNewLeader", () => onNewLeader(holder, fence)))
-    }
-
-    // Waits a jittered retryPeriod, then polls; but after a reply (received
-    // at `replyAt`) showing someone else's valid lease, claims at the instant
-    // it can first be claimed if that comes first: a crashed leader's lease
-    // is taken over one round trip after it expires, not at the next poll.
-    // The database decides who wins a claim; this only picks when to ask.
-    // After polls or claims that failed in a row the wait grows (see
-    // `backoff`), so that an overloaded store gets fewer polls; the first
-    // answer resets it.
-    // The wait is `follow`'s, once the step has returned: what a step built
-    // is garbage by then, rather than kept (and promoted) over the wait.
-    // `random` (in [0, 1), for the jitter) is drawn by the step, which yields
-    // anyway: a plain function here spares each poll an effect of its own.
-    const pause = (random: number, lease?: Lease.Lease, replyAt = 0n): Next => {
-      const poll = backoff(config.retryPeriod, stepFailures, leaseDuration, random)
-      const next = lease === undefined || Lease.isExpired(lease)
-        ? { claim: false, wait: poll }
-        : nextStep(poll, Duration.toMillis(Lease.ttl(lease)), Number(nanos() - replyAt) / 1_000_000)
-      return { step: next.claim ? "claim" : "poll", wait: next.wait }
-    }
-
-    // Advertises this participant (when it is a candidate) and returns the
-    // live candidates it prefers to itself; none when the call fails.
-    const rivals: Effect.Effect<ReadonlyArray<Candidate>> = standing === undefined
-      ? Effect.succeed([])
-      : call("advertise", standing.advertise(name, identity, standing.candidacy, config.candidateTtl)).pipe(
-        Effect.map((candidates) =>
-          candidates.filter((c) => c.identity !== identity && outranks(c, standing.candidacy, config.versionPolicy))
-        ),
-        Effect.catchAll((error) => Effect.as(failed(error), []))
-      )
-    const withdrawal: Effect.Effect<void> = standing === undefined
-      ? Effect.void
-      : call("withdraw", standing.withdraw(name, identity)).pipe(Effect.catchAll(failed))
-
-    const releaseLease = (fence: bigint) =>
-      call("release", store.release(name, identity, fence), fence).pipe(
-        Effect.as(true),
-        Effect.catchAll((error) => Effect.as(failed(error), false))
-      )
-
-    // The highest fence any term of this participant has used.
-    let ledUnder = -1n
-    // The term that has started and not yet fully ended.
-    let active: Term | undefined
-    // Local monotonic nanoseconds until which this participant stays out of the election.
-    let heldOffUntil = 0n
-    // Whether the last poll saw a live candidate this participant prefers to itself.
-    let outranked = false
-    // Polls and claims that failed in a row with retryable errors (shed,
-    // timed out: the store is overloaded or unreachable), since the last
-    // answer. A fatal error needs an operator, not fewer polls.
-    let stepFailures = 0
-
-    const startTerm = (fence: bigint, deadline: bigint) =>
-      Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const work = yield* Scope.make()
-        const stop = yield* Deferred.make<StepDown>()
-        const ended = yield* Deferred.make<void>()
-        // Work that fails or dies ends the term (unless told to keep
-        // leading): a leader whose work is dead would otherwise hold the
-        // lease while doing nothing. Interruption is how a term ends, not a
-        // failure.
-        const fork = <A, E, R>(callback: Metrics.Callback, effect: Effect.Effect<A, E, R>) =>
-          Effect.forkIn(
-            Effect.interruptible(effect).pipe(
-              Effect.onExit((exit) =>
-                Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)
-                  ? Effect.void
-                  : Effect.zipRight(
-                    reported(callback, exit.cause),
-                    config.onWorkFailure === "stepDown" ? Deferred.succeed(stop, "failed") : Effect.void
-                  )
-              )
-            ),
-            work
-          )
-        const leadership: LeadershipShape = {
-          name,
-          identity,
-          fence,
-          scope,
-          isLeader: Effect.sync(() => leading()?.fence === fence),
-          fork: (effect) => fork("work", effect)
-        }
-        const term: Term = { fence, deadline, leadership, scope, work, stop, ended }
-        ledUnder = fence
-        active = term
-        yield* update((s) => ({ ...s, term: Option.some(term) }))
-        yield* instrumentation.termStarted
-        yield* Effect.logInfo(`started leading under fence ${fence}`)
-        const onStartedLeading = input.onStartedLeading
-        if (onStartedLeading !== undefined) {
-          // Built inside the fiber, so that a synchronous throw is the work's defect.
-          yield* fork("onStartedLeading", Effect.suspend(() => onStartedLeading(fence)))
-        }
-        return term
-      })
-
-    // Ends the term at its deadline. It reads nothing but the clock and the
-    // deadline the renewals leave behind, so no store call can delay it. It
-    // is an alarm on the process's deadline timer (deadlines.ts), not a
-    // fiber of its own: when it goes off, the term ends unless a renewal has
-    // moved the deadline later since, and then the next alarm is set for the
-    // deadline in force. A renewal that moves the deadline later leaves the
-    // alarm be; only an earlier one moves it.
-    const watchdog = (stop: Deferred.Deferred<StepDown>, scheduler: Scheduler.Scheduler) => {
-      let disarm = (): void => {}
-      let alarmAt = 0n
-      const check = (): void => {
-        const term = Option.getOrUndefined(state.term)
-        if (term === undefined || nanos() >= term.deadline) {
-          Deferred.unsafeDone(stop, Exit.succeed("expired"))
-          return
-        }
-        alarmAt = term.deadline
-        disarm = Deadlines.schedule(clock, scheduler, alarmAt, check)
-      }
-      check()
-      return {
-        moved: (deadline: bigint): void => {
-          if (deadline >= alarmAt) return
-          disarm()
-          check()
-        },
-        disarm: () => disarm()
-      }
-    }
-
-    const renewals = (
-      fence: bigint,
-      firstAt: bigint,
-      stop: Deferred.Deferred<StepDown>,
-      moved: (deadline: bigint) => void,
-      until: (at: bigint) => Effect.Effect<void>
-    ): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        let nextAt = firstAt
-        while (true) {
-          if (nextAt > nanos()) yield* until(nextAt)
-          const sentAt = nanos()
-          const result = yield* attempt("renew", store.renew(name, identity, fence, leaseDuration, payload), fence)
-          if (Either.isLeft(result)) {
-            yield* failed(result.left)
-            if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
-            nextAt = nanos() + Duration.unsafeToNanos(config.retryDelay)
-            continue
-          }
-          yield* instrumentation.renewed(Duration.nanos(nanos() - sentAt))
-          const deadline = localDeadline(sentAt, result.right, leaseDuration, safetyMargin)
-          const announce = observe(result.right, deadline)
-          if (announce !== undefined) yield* announce
-          moved(deadline)
-          nextAt = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, false))
-        }
-      })
-
-    const endTerm = (term: Term, exit: Exit.Exit<StepDown>) =>
-      Effect.gen(function*() {
-        const reason = Exit.getOrElse(exit, () => "shutdown" as const)
-        // Not leader from here on, before anything else happens.
-        yield* update((s) => ({ ...s, term: Option.none() }))
-        yield* instrumentation.termEnded(reason)
-        if (reason === "expired") yield* failed(new LeaseExpiredLocally({ name, fence: term.fence }))
-        yield* Effect.logInfo(`stopped leading under fence ${term.fence} (${reason})`)
-        yield* Scope.close(term.work, Exit.void)
-        // A finalizer that fails has still run, as have the others: the
-        // release goes ahead.
-        yield* contain("finalizer", () => Scope.close(term.scope, Exit.void))
-        if (reason !== "lost" && !(reason === "shutdown" && config.disableRelease)) yield* releaseLease(term.fence)
-        active = undefined
-        yield* Deferred.succeed(term.ended, undefined)
-        const onStoppedLeading = input.onStoppedLeading
-        if (onStoppedLeading !== undefined) yield* advise("onStoppedLeading", () => onStoppedLeading)
-      })
-
-    // A preferred candidate that has been alive for preemptAfter takes over:
-    // the term ends as a resignation does, without the hold-off.
-    const challenges = (stop: Deferred.Deferred<StepDown>, until: (at: bigint) => Effect.Effect<void>) =>
-      Effect.gen(function*() {
-        while (true) {
-          yield* until(nanos() + Duration.unsafeToNanos(jittered(config.retryPeriod, yield* Random.next)))
-          const due = (yield* rivals).find((c) => Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter))
-          if (due !== undefined) {
-            yield* Effect.logInfo(`handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`)
-            return yield* Deferred.succeed(stop, "preempted")
-          }
-        }
-      })
-
-    const lead = (fence: bigint, sentAt: bigint, deadline: bigint) =>
-      Effect.acquireUseRelease(
-        startTerm(fence, deadline),
-        ({ stop }) =>
-          Effect.gen(function*() {
-            const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
-            const guard = watchdog(stop, scheduler)
-            const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
-            const renewing = Deadlines.waits(clock, scheduler)
-            // A child of this fiber rather than a daemon, so TestClock sees it.
-            const renewer = yield* Effect.fork(renewals(fence, first, stop, guard.moved, renewing.until))
-            // No fiber at all for a participant that is no candidate.
-            const challenging = standing === undefined ? undefined : Deadlines.waits(clock, scheduler)
-            const challenger = challenging === undefined
-              ? undefined
-              : yield* Effect.fork(challenges(stop, challenging.until))
-            return yield* Deferred.await(stop).pipe(
-              Effect.ensuring(
-                Effect.zipRight(
-                  challenger === undefined ? Effect.void : Fiber.interrupt(challenger),
-                  Effect.zipRight(
-                    Fiber.interrupt(renewer),
-                    Effect.sync(() => {
-                      guard.disarm()
-                      renewing.cancel()
-                      challenging?.cancel()
-                    })
-                  )
-                )
-              )
-            )
-          }),
-        endTerm
-      )
-
-    const claim: Effect.Effect<Next> = Effect.gen(function*() {
-      const sentAt = nanos()
-      const result = yield* attempt("acquire", store.acquire(name, identity, leaseDuration, payload))
-      const replyAt = nanos()
-      if (Either.isLeft(result)) {
-        stepFailures = result.left.retryable ? stepFailures + 1 : 0
-        yield* failed(result.left)
-        return pause(yield* Random.next)
-      }
-      stepFailures = 0
-      const lease = result.right
-      const announce = observe(lease)
-      if (announce !== undefined) yield* announce
-      if (!Lease.isHeldBy(lease, identity)) return pause(yield* Random.next, lease, replyAt)
-      // A fence a term of ours already used: the database clock stepped back
-      // and revived a lease this participant had given up, or let expire.
-      // Leading under it again would let the old term's late writes pass for
-      // the new term's, so give it up: the next claim takes a fresh fence.
-      if (lease.fence <= ledUnder) {
-        yield* releaseLease(lease.fence)
-        return pause(yield* Random.next)
-      }
-      // Won, but resigned while the claim was in flight.
-      if (nanos() < heldOffUntil) {
-        yield* releaseLease(lease.fence)
-        return pollNow
-      }
-      const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
-      // Won, but with too little time left to prove it: the next poll gives it up.
-      if (deadline <= nanos()) return pause(yield* Random.next)
-      const reason = yield* lead(lease.fence, sentAt, deadline)
-      // The term's work failed: let a healthy participant take over.
-      return reason === "failed" ? { step: "poll", wait: config.workFailureBackoff } : pollNow
-    })
-
-    const poll: Effect.Effect<Next> = Effect.gen(function*() {
-      // No candidacy, no rivals: outranked stays false.
-      if (standing !== undefined) outranked = (yield* rivals).length > 0
-      const seen = yield* attempt("inspect", store.inspect(name))
-      const replyAt = nanos()
-      if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
-        stepFailures = seen.left.retryable ? stepFailures + 1 : 0
-        yield* failed(seen.left)
-        return pause(yield* Random.next)
-      }
-      stepFailures = 0
-      const lease = Either.getOrUndefined(seen)
-      const announce = observe(lease)
-      if (announce !== undefined) yield* announce
-      if (lease !== undefined && Lease.isHeldBy(lease, identity)) {
-        // A valid lease of ours that no term of ours is using: an earlier term
-        // that stepped down locally, or an acquire whose reply was lost. Give
-        // it up, so that the next term is told apart by a fresh fence.
-        if (!(yield* releaseLease(lease.fence))) return pause(yield* Random.next)
-      } else if (lease !== undefined && !Lease.isExpired(lease)) {
-        return pause(yield* Random.next, lease, replyAt)
-      }
-      // Free, and a preferred candidate is alive: leave the lease to it, for
-      // as long as a live candidate needs to claim it (it may have died since
-      // its last advertisement).
-      if (
-        lease !== undefined && outranked &&
-        lease.now.getTime() - lease.expiresAt.getTime() < Duration.toMillis(config.candidateTtl)
-      ) return pause(yield* Random.next)
-      return yield* claim
-    })
-
-    const follow = (until: (at: bigint) => Effect.Effect<void>): Effect.Effect<never> =>
-      Effect.gen(function*() {
-        let step: Step = "poll"
-        while (true) {
-          // Resigned: out of the election until the hold-off ends (a second resign extends it).
-          if (heldOffUntil > nanos()) {
-            yield* withdrawal
-            while (heldOffUntil > nanos()) yield* until(heldOffUntil)
-          }
-          // Claiming at a seen lease's expiry skips the look at the record:
-          // not while a preferred candidate is alive, which may claim it.
-          const next: Next = yield* (step === "claim" && !outranked ? claim : poll)
-          if (next.wait !== undefined) yield* until(nanos() + Duration.unsafeToNanos(next.wait))
-          step = next.step
-        }
-      })
-
-    // The fiber running `run`, so that closing the elector's scope stops it.
-    let runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined
-    // One finalizer for all three, in this order, straight on the scope:
-    // `Effect.addFinalizer` would keep a copy of the fiber's FiberRefs for
-    // each, and a process may run thousands of electors. Last, once the
-    // elector's calls have ended, the deadline timer need not outlive them
-    // (see deadlines.ts).
-    yield* Scope.addFinalizer(
-      scope,
-      Effect.suspend(() => runner === undefined ? Effect.void : Fiber.interrupt(runner)).pipe(
-        Effect.zipRight(settleAdvice),
-        Effect.zipRight(Effect.sync(() => Deadlines.quiesce(clock)))
-      )
-    )
-
-    // The loop runs with the elector's clock and log annotations, set on the
-    // fiber and put back when it stops, as `Effect.withClock` and
-    // `Effect.annotateLogs` would do: each of those keeps frames on the
-    // fiber's stack for as long as the loop runs, a few kilobytes per elector.
-    const setting = (
-      services: Context.Context<DefaultServices.DefaultServices>,
-      annotations: HashMap.HashMap<string, unknown>
-    ) =>
-      Effect.zipRight(
-        FiberRef.set(DefaultServices.currentServices, services),
-        FiberRef.set(FiberRef.currentLogAnnotations, annotations)
-      )
-    const run: Effect.Effect<never, AlreadyRunning> = Effect.uninterruptibleMask((restore) =>
-      Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
-        if (runner !== undefined) return new AlreadyRunning({ name, identity })
-        runner = fiber
-        traced = !Instrumentation.isNative(fiber.currentTracer)
-        const services = fiber.getFiberRef(DefaultServices.currentServices)
-        const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
-        const waits = Deadlines.waits(clock, fiber.currentScheduler)
-        const loop = follow(waits.until).pipe(
-          // Nothing the store or user code does ends the loop; should anything
-          // else, say so loudly rather than linger as a silent non-participant.
-          // (Interrupting `run` from outside skips this: that is how it stops.)
-          Effect.tapErrorCause((cause) =>
-            Effect.zipRight(
-              Effect.logFatal("the elector stopped", cause),
-              Effect.sync(() => settleReady(Exit.failCause(cause)))
-            )
-          )
-        )
-        return Effect.zipRight(
-          setting(
-            // The fiber's own services when they hold the elector's clock
-            // already (as they do unless the clock was provided to `make`
-            // alone): a copy per elector would be a map of its own.
-            Context.get(services, Clock.Clock) === clock ? services : Context.add(services, Clock.Clock, clock),
-            HashMap.set(HashMap.set(annotations, "election", name), "identity", identity)
-          ),
-          Effect.ensuring(
-            restore(loop),
-            Effect.zipRight(
-              withdrawal,
-              Effect.zipRight(
-                Effect.sync(() => {
-                  waits.cancel()
-                  runner = undefined
-                }),
-                setting(services, annotations)
-              )
-            )
-          )
-        )
-      })
-    )
-
-    // changes starts with the current state, so a term in progress is returned at once.
-    const leadership = Effect.suspend(() =>
-      states().pipe(
-        Stream.filterMap((s) => Option.map(s.term, (term) => term.leadership)),
-        Stream.runHead,
-        Effect.flatten,
-        Effect.orDie
-      )
-    )
-
-    const resign = Effect.gen(function*() {
-      heldOffUntil = nanos() + Duration.unsafeToNanos(config.resignHoldOff)
-      const term = active
-      if (term === undefined) return
-      yield* Deferred.succeed(term.stop, "resigned")
-      yield* Deferred.await(term.ended)
-    })
-
-    return {
-      config,
-      store,
-      resign,
-      isLeader: Effect.sync(() => leading() !== undefined),
-      fence: Effect.sync(() => Option.fromNullable(leading()?.fence)),
-      unsafeIsLeader: () => leading() !== undefined,
-      unsafeFence: () => leading()?.fence,
-      status: Effect.sync(() => snapshot(state)),
-      changes: Stream.suspend(() => Stream.map(states(), snapshot)),
-      run,
-      ready,
-      leadership
-    }
+    const elector = new Participant(input, config, store, standing, clock, instrumentation)
+    // One finalizer, straight on the scope (`Effect.addFinalizer` would keep
+    // a copy of the fiber's FiberRefs for it, and a process may run
+    // thousands of electors), built when it runs.
+    yield* Scope.addFinalizer(scope, Effect.suspend(() => elector.shutdown()))
+    return elector
   })
