@@ -142,6 +142,26 @@ describe("Deadlines.waits", () => {
       expect(Deadlines.fiberOf(clock)).toBeUndefined()
     }))
 
+  it.effect("a wait after an interrupted one is ended by its own instant, not the deadline the first left set", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+      const waits = Deadlines.waits(clock, scheduler)
+      const at = (ms: number) => clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms))
+      const first = yield* Effect.fork(waits.until(at(100)))
+      yield* TestClock.adjust(Duration.millis(10))
+      yield* Fiber.interrupt(first)
+      const second = yield* Effect.fork(Effect.as(waits.until(at(1_000)), "woken"))
+      // Past the first wait's instant: the second still waits.
+      yield* TestClock.adjust(Duration.millis(500))
+      expect(second.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.millis(500))
+      expect(yield* Fiber.join(second)).toBe("woken")
+      // Nothing of either is left on the timer.
+      Deadlines.quiesce(clock)
+      expect(Deadlines.fiberOf(clock)).toBeUndefined()
+    }))
+
   it.effect("electors stopped while they wait, a leader and a follower, leave no deadline set", () =>
     Effect.gen(function*() {
       const clock = yield* Effect.clock

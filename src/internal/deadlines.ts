@@ -22,6 +22,7 @@ interface Entry {
   readonly at: bigint
   /** Undefined once expired or cancelled. */
   expire: (() => void) | undefined
+  readonly timer: Timer
 }
 
 /** The deadlines of one clock. */
@@ -116,6 +117,38 @@ const stop = (timer: Timer): void => {
   timer.fiber = undefined
 }
 
+/** Sets the deadline `at` on the timer of `clock`; see {@link schedule}. */
+const add = (clock: Clock.Clock, scheduler: Scheduler.Scheduler, at: bigint, expire: () => void): Entry => {
+  let timer = timers.get(clock)
+  if (timer === undefined) {
+    timer = { heap: [], open: 0, fiber: undefined, wakeAt: 0n }
+    timers.set(clock, timer)
+  }
+  const entry: Entry = { at, expire, timer }
+  push(timer.heap, entry)
+  timer.open += 1
+  // None running, or it was ended from outside: a fresh one takes over.
+  if (timer.fiber === undefined || timer.fiber.unsafePoll() !== null) start(clock, scheduler, timer)
+  else if (at < timer.wakeAt) {
+    // Earlier than the instant the fiber sleeps until: a fresh one takes over.
+    stop(timer)
+    start(clock, scheduler, timer)
+  }
+  return entry
+}
+
+/** Takes back `entry` unless it has expired. */
+const cancel = (entry: Entry): void => {
+  if (entry.expire === undefined) return
+  entry.expire = undefined
+  const { timer } = entry
+  timer.open -= 1
+  // Nothing open: every entry left is cancelled. The fiber is not stopped:
+  // it ends at its next wake-up unless a deadline is set before, so that
+  // calls one after the other do not each stop it and start a new one.
+  if (timer.open === 0) timer.heap.length = 0
+}
+
 /**
  * Calls `expire` once `clock` reaches `at` (nanoseconds), unless the function
  * returned is called first; that function does nothing after `expire` ran.
@@ -130,31 +163,8 @@ export const schedule = (
   at: bigint,
   expire: () => void
 ): () => void => {
-  let timer = timers.get(clock)
-  if (timer === undefined) {
-    timer = { heap: [], open: 0, fiber: undefined, wakeAt: 0n }
-    timers.set(clock, timer)
-  }
-  const entry: Entry = { at, expire }
-  push(timer.heap, entry)
-  timer.open += 1
-  // None running, or it was ended from outside: a fresh one takes over.
-  if (timer.fiber === undefined || timer.fiber.unsafePoll() !== null) start(clock, scheduler, timer)
-  else if (at < timer.wakeAt) {
-    // Earlier than the instant the fiber sleeps until: a fresh one takes over.
-    stop(timer)
-    start(clock, scheduler, timer)
-  }
-  const kept = timer
-  return () => {
-    if (entry.expire === undefined) return
-    entry.expire = undefined
-    kept.open -= 1
-    // Nothing open: every entry left is cancelled. The fiber is not stopped:
-    // it ends at its next wake-up unless a deadline is set before, so that
-    // calls one after the other do not each stop it and start a new one.
-    if (kept.open === 0) kept.heap.length = 0
-  }
+  const entry = add(clock, scheduler, at, expire)
+  return () => cancel(entry)
 }
 
 /**
@@ -190,8 +200,8 @@ export const fiberOf = (clock: Clock.Clock): Fiber.RuntimeFiber<void> | undefine
  * with nothing on its stack but the wait. Interrupting the fiber ends the
  * wait at once, as it ends `clock.sleep`, but leaves its deadline set: whoever
  * stops the loop calls `cancel` once it has stopped (left, the deadline would
- * keep the timer, and the process, alive until it falls). A loop is one
- * fiber, waiting for one thing at a time.
+ * keep the timer, and the process, alive until it falls), or the loop's next
+ * wait takes it back. A loop is one fiber, waiting for one thing at a time.
  *
  * @internal
  */
@@ -207,19 +217,31 @@ export interface Waits {
  * @internal
  */
 export const waits = (clock: Clock.Clock, scheduler: Scheduler.Scheduler): Waits => {
-  let pending: (() => void) | undefined
+  // The wait in progress: its deadline, and the fiber's resumption. One
+  // expiry serves every wait of the loop, so that a wait, which lasts
+  // seconds, keeps no closure of its own beyond Effect's.
+  let pending: Entry | undefined
+  let resume: ((effect: Effect.Effect<void>) => void) | undefined
+  const expire = (): void => {
+    const waiting = resume
+    pending = undefined
+    resume = undefined
+    waiting?.(Effect.void)
+  }
+  const takeBack = (): void => {
+    const taken = pending
+    pending = undefined
+    resume = undefined
+    if (taken !== undefined) cancel(taken)
+  }
   return {
     until: (at) =>
-      Effect.async<void>((resume) => {
-        pending = schedule(clock, scheduler, at, () => {
-          pending = undefined
-          resume(Effect.void)
-        })
+      Effect.async<void>((waiting) => {
+        // A deadline left by a wait that was interrupted must not end this one.
+        takeBack()
+        resume = waiting
+        pending = add(clock, scheduler, at, expire)
       }),
-    cancel: () => {
-      const taken = pending
-      pending = undefined
-      taken?.()
-    }
+    cancel: takeBack
   }
 }
