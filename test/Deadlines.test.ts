@@ -119,13 +119,18 @@ describe("Deadlines.schedule", () => {
     }))
 })
 
+/** A loop's waits on the test's clock; `at(ms)` is the instant `ms` from now. */
+const loopWaits = Effect.gen(function*() {
+  const clock = yield* Effect.clock
+  const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+  const at = (ms: number) => clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms))
+  return { at, clock, waits: Deadlines.waits(clock, scheduler) }
+})
+
 describe("Deadlines.waits", () => {
   it.effect("a wait ends at its instant, or at once when interrupted; its deadline stays set until cancelled", () =>
     Effect.gen(function*() {
-      const clock = yield* Effect.clock
-      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
-      const waits = Deadlines.waits(clock, scheduler)
-      const at = (ms: number) => clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms))
+      const { at, clock, waits } = yield* loopWaits
       const woken = yield* Effect.fork(Effect.as(waits.until(at(1_000)), "woken"))
       yield* TestClock.adjust(Duration.millis(999))
       expect(woken.unsafePoll()).toBeNull()
@@ -144,10 +149,7 @@ describe("Deadlines.waits", () => {
 
   it.effect("a wait after an interrupted one is ended by its own instant, not the deadline the first left set", () =>
     Effect.gen(function*() {
-      const clock = yield* Effect.clock
-      const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
-      const waits = Deadlines.waits(clock, scheduler)
-      const at = (ms: number) => clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms))
+      const { at, clock, waits } = yield* loopWaits
       const first = yield* Effect.fork(waits.until(at(100)))
       yield* TestClock.adjust(Duration.millis(10))
       yield* Fiber.interrupt(first)
