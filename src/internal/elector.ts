@@ -835,77 +835,77 @@ class Participant implements Elector {
     )
   }
 
-  claim(): Effect.Effect<Next> {
-    return Effect.gen(this, function*() {
-      const { config, identity, name } = this
-      const { leaseDuration, safetyMargin } = config
-      const sentAt = this.nanos()
-      const result = yield* this.attempt("acquire", this.store.acquire(name, identity, leaseDuration, config.payload))
-      const replyAt = this.nanos()
-      if (Either.isLeft(result)) {
-        this.stepFailures = result.left.retryable ? this.stepFailures + 1 : 0
-        yield* this.failed(result.left)
-        return this.pause(yield* Random.next)
-      }
-      this.stepFailures = 0
-      const lease = result.right
-      const announce = this.observe(lease)
-      if (announce !== undefined) yield* announce
-      if (!Lease.isHeldBy(lease, identity)) return this.pause(yield* Random.next, lease, replyAt)
-      // A fence a term of ours already used: the database clock stepped back
-      // and revived a lease this participant had given up, or let expire.
-      // Leading under it again would let the old term's late writes pass for
-      // the new term's, so give it up: the next claim takes a fresh fence.
-      if (lease.fence <= this.ledUnder) {
-        yield* this.releaseLease(lease.fence)
-        return this.pause(yield* Random.next)
-      }
-      // Won, but resigned while the claim was in flight.
-      if (this.nanos() < this.heldOffUntil) {
-        yield* this.releaseLease(lease.fence)
-        return pollNow
-      }
-      const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
-      // Won, but with too little time left to prove it: the next poll gives it up.
-      if (deadline <= this.nanos()) return this.pause(yield* Random.next)
-      const reason = yield* this.lead(lease.fence, sentAt, deadline)
-      // The term's work failed: let a healthy participant take over.
-      return reason === "failed" ? { step: "poll", wait: config.workFailureBackoff } : pollNow
-    })
+  // A generator, delegated to by the step that runs it: a step builds no
+  // effect, nor generator function, of its own.
+  *claim() {
+    const { config, identity, name } = this
+    const { leaseDuration, safetyMargin } = config
+    const sentAt = this.nanos()
+    const result = yield* this.attempt("acquire", this.store.acquire(name, identity, leaseDuration, config.payload))
+    const replyAt = this.nanos()
+    if (Either.isLeft(result)) {
+      this.stepFailures = result.left.retryable ? this.stepFailures + 1 : 0
+      yield* this.failed(result.left)
+      return this.pause(yield* Random.next)
+    }
+    this.stepFailures = 0
+    const lease = result.right
+    const announce = this.observe(lease)
+    if (announce !== undefined) yield* announce
+    if (!Lease.isHeldBy(lease, identity)) return this.pause(yield* Random.next, lease, replyAt)
+    // A fence a term of ours already used: the database clock stepped back
+    // and revived a lease this participant had given up, or let expire.
+    // Leading under it again would let the old term's late writes pass for
+    // the new term's, so give it up: the next claim takes a fresh fence.
+    if (lease.fence <= this.ledUnder) {
+      yield* this.releaseLease(lease.fence)
+      return this.pause(yield* Random.next)
+    }
+    // Won, but resigned while the claim was in flight.
+    if (this.nanos() < this.heldOffUntil) {
+      yield* this.releaseLease(lease.fence)
+      return pollNow
+    }
+    const deadline = localDeadline(sentAt, lease, leaseDuration, safetyMargin)
+    // Won, but with too little time left to prove it: the next poll gives it up.
+    if (deadline <= this.nanos()) return this.pause(yield* Random.next)
+    const reason = yield* this.lead(lease.fence, sentAt, deadline)
+    // The term's work failed: let a healthy participant take over.
+    return reason === "failed" ? { step: "poll" as const, wait: config.workFailureBackoff } : pollNow
   }
 
-  poll(): Effect.Effect<Next> {
-    return Effect.gen(this, function*() {
-      // No candidacy, no rivals: outranked stays false.
-      if (this.standing !== undefined) this.outranked = (yield* this.rivals()).length > 0
-      const seen = yield* this.attempt("inspect", this.store.inspect(this.name))
-      const replyAt = this.nanos()
-      if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
-        this.stepFailures = seen.left.retryable ? this.stepFailures + 1 : 0
-        yield* this.failed(seen.left)
-        return this.pause(yield* Random.next)
-      }
-      this.stepFailures = 0
-      const lease = Either.getOrUndefined(seen)
-      const announce = this.observe(lease)
-      if (announce !== undefined) yield* announce
-      if (lease !== undefined && Lease.isHeldBy(lease, this.identity)) {
-        // A valid lease of ours that no term of ours is using: an earlier term
-        // that stepped down locally, or an acquire whose reply was lost. Give
-        // it up, so that the next term is told apart by a fresh fence.
-        if (!(yield* this.releaseLease(lease.fence))) return this.pause(yield* Random.next)
-      } else if (lease !== undefined && !Lease.isExpired(lease)) {
-        return this.pause(yield* Random.next, lease, replyAt)
-      }
-      // Free, and a preferred candidate is alive: leave the lease to it, for
-      // as long as a live candidate needs to claim it (it may have died since
-      // its last advertisement).
-      if (
-        lease !== undefined && this.outranked &&
-        lease.now.getTime() - lease.expiresAt.getTime() < Duration.toMillis(this.config.candidateTtl)
-      ) return this.pause(yield* Random.next)
-      return yield* this.claim()
-    })
+  // A generator, delegated to by the step that runs it: a step builds no
+  // effect, nor generator function, of its own.
+  *poll() {
+    // No candidacy, no rivals: outranked stays false.
+    if (this.standing !== undefined) this.outranked = (yield* this.rivals()).length > 0
+    const seen = yield* this.attempt("inspect", this.store.inspect(this.name))
+    const replyAt = this.nanos()
+    if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
+      this.stepFailures = seen.left.retryable ? this.stepFailures + 1 : 0
+      yield* this.failed(seen.left)
+      return this.pause(yield* Random.next)
+    }
+    this.stepFailures = 0
+    const lease = Either.getOrUndefined(seen)
+    const announce = this.observe(lease)
+    if (announce !== undefined) yield* announce
+    if (lease !== undefined && Lease.isHeldBy(lease, this.identity)) {
+      // A valid lease of ours that no term of ours is using: an earlier term
+      // that stepped down locally, or an acquire whose reply was lost. Give
+      // it up, so that the next term is told apart by a fresh fence.
+      if (!(yield* this.releaseLease(lease.fence))) return this.pause(yield* Random.next)
+    } else if (lease !== undefined && !Lease.isExpired(lease)) {
+      return this.pause(yield* Random.next, lease, replyAt)
+    }
+    // Free, and a preferred candidate is alive: leave the lease to it, for
+    // as long as a live candidate needs to claim it (it may have died since
+    // its last advertisement).
+    if (
+      lease !== undefined && this.outranked &&
+      lease.now.getTime() - lease.expiresAt.getTime() < Duration.toMillis(this.config.candidateTtl)
+    ) return this.pause(yield* Random.next)
+    return yield* this.claim()
   }
 
   follow(until: (at: bigint) => Effect.Effect<void>): Effect.Effect<never> {
