@@ -835,8 +835,8 @@ class Participant implements Elector {
     )
   }
 
-  // A generator, delegated to by the step that runs it: a step builds no
-  // effect, nor generator function, of its own.
+  // `claim` and `poll` are generators that `follow` delegates to with
+  // `yield*`: a step builds no effect, nor generator function, of its own.
   *claim() {
     const { config, identity, name } = this
     const { leaseDuration, safetyMargin } = config
@@ -874,8 +874,6 @@ class Participant implements Elector {
     return reason === "failed" ? { step: "poll" as const, wait: config.workFailureBackoff } : pollNow
   }
 
-  // A generator, delegated to by the step that runs it: a step builds no
-  // effect, nor generator function, of its own.
   *poll() {
     // No candidacy, no rivals: outranked stays false.
     if (this.standing !== undefined) this.outranked = (yield* this.rivals()).length > 0
