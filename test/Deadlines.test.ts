@@ -164,6 +164,37 @@ describe("Deadlines.waits", () => {
       expect(Deadlines.fiberOf(clock)).toBeUndefined()
     }))
 
+  it.effect("a routine wait (by) ends on the grain at or before its instant, never after, nor at once: waits due within one grain end together", () =>
+    Effect.gen(function*() {
+      // Three loops' waits: a loop waits for one thing at a time.
+      const { at, waits } = yield* loopWaits
+      const other = yield* loopWaits
+      const third = yield* loopWaits
+      yield* TestClock.adjust(Duration.millis(5))
+      // Due at 35ms and 39ms: both end at 20ms, the grain before.
+      const a = yield* Effect.fork(Effect.as(waits.by(at(30)), "a"))
+      const b = yield* Effect.fork(Effect.as(other.waits.by(other.at(34)), "b"))
+      // Due at 40ms, on the grain: it ends at its instant.
+      const onGrain = yield* Effect.fork(Effect.as(third.waits.until(third.at(35)), "exact"))
+      yield* TestClock.adjust(Duration.millis(14))
+      expect([a.unsafePoll(), b.unsafePoll()]).toEqual([null, null])
+      yield* TestClock.adjust(Duration.millis(1))
+      expect([yield* Fiber.join(a), yield* Fiber.join(b)]).toEqual(["a", "b"])
+      yield* TestClock.adjust(Duration.millis(19))
+      expect(onGrain.unsafePoll()).toBeNull()
+      const c = yield* Effect.fork(Effect.as(other.waits.by(other.at(1)), "c"))
+      yield* TestClock.adjust(Duration.millis(1))
+      expect([yield* Fiber.join(onGrain), yield* Fiber.join(c)]).toEqual(["exact", "c"])
+      // Due at 43ms, shorter than the grain: the grain before is now, so it
+      // ends at its own instant rather than at once (a loop would spin).
+      const short = yield* Effect.fork(Effect.as(waits.by(at(3)), "short"))
+      yield* TestClock.adjust(Duration.millis(2))
+      expect(short.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(yield* Fiber.join(short)).toBe("short")
+      expect(Deadlines.grain).toBe(20_000_000n)
+    }))
+
   it.effect("electors stopped while they wait, a leader and a follower, leave no deadline set", () =>
     Effect.gen(function*() {
       const clock = yield* Effect.clock

@@ -734,14 +734,14 @@ class Participant implements Elector {
     firstAt: bigint,
     stop: Deferred.Deferred<StepDown>,
     moved: (deadline: bigint) => void,
-    until: (at: bigint) => Effect.Effect<void>
+    waits: Deadlines.Waits
   ): Effect.Effect<void> {
     return Effect.gen(this, function*() {
       const { config, identity, name, store } = this
       const { leaseDuration, payload, safetyMargin } = config
       let nextAt = firstAt
       while (true) {
-        if (nextAt > this.nanos()) yield* until(nextAt)
+        if (nextAt > this.nanos()) yield* waits.by(nextAt)
         const sentAt = this.nanos()
         const result = yield* this.attempt("renew", store.renew(name, identity, fence, leaseDuration, payload), fence)
         if (Either.isLeft(result)) {
@@ -784,11 +784,11 @@ class Participant implements Elector {
 
   // A preferred candidate that has been alive for preemptAfter takes over:
   // the term ends as a resignation does, without the hold-off.
-  challenges(stop: Deferred.Deferred<StepDown>, until: (at: bigint) => Effect.Effect<void>): Effect.Effect<void> {
+  challenges(stop: Deferred.Deferred<StepDown>, waits: Deadlines.Waits): Effect.Effect<void> {
     return Effect.gen(this, function*() {
       const { config } = this
       while (true) {
-        yield* until(this.nanos() + Duration.unsafeToNanos(jittered(config.retryPeriod, yield* Random.next)))
+        yield* waits.by(this.nanos() + Duration.unsafeToNanos(jittered(config.retryPeriod, yield* Random.next)))
         const due = (yield* this.rivals()).find((c) => Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter))
         if (due !== undefined) {
           yield* Effect.logInfo(`handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`)
@@ -809,12 +809,12 @@ class Participant implements Elector {
           const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
           const renewing = Deadlines.waits(clock, scheduler)
           // A child of this fiber rather than a daemon, so TestClock sees it.
-          const renewer = yield* Effect.fork(this.renewals(fence, first, stop, guard.moved, renewing.until))
+          const renewer = yield* Effect.fork(this.renewals(fence, first, stop, guard.moved, renewing))
           // No fiber at all for a participant that is no candidate.
           const challenging = this.standing === undefined ? undefined : Deadlines.waits(clock, scheduler)
           const challenger = challenging === undefined
             ? undefined
-            : yield* Effect.fork(this.challenges(stop, challenging.until))
+            : yield* Effect.fork(this.challenges(stop, challenging))
           return yield* Deferred.await(stop).pipe(
             Effect.ensuring(
               Effect.zipRight(
@@ -906,19 +906,23 @@ class Participant implements Elector {
     return yield* this.claim()
   }
 
-  follow(until: (at: bigint) => Effect.Effect<void>): Effect.Effect<never> {
+  follow(waits: Deadlines.Waits): Effect.Effect<never> {
     return Effect.gen(this, function*() {
       let step: Step = "poll"
       while (true) {
         // Resigned: out of the election until the hold-off ends (a second resign extends it).
         if (this.heldOffUntil > this.nanos()) {
           yield* this.withdrawal()
-          while (this.heldOffUntil > this.nanos()) yield* until(this.heldOffUntil)
+          while (this.heldOffUntil > this.nanos()) yield* waits.until(this.heldOffUntil)
         }
         // Claiming at a seen lease's expiry skips the look at the record:
         // not while a preferred candidate is alive, which may claim it.
         const next: Next = yield* (step === "claim" && !this.outranked ? this.claim() : this.poll())
-        if (next.wait !== undefined) yield* until(this.nanos() + Duration.unsafeToNanos(next.wait))
+        if (next.wait !== undefined) {
+          const at = this.nanos() + Duration.unsafeToNanos(next.wait)
+          // A claim at a lease's expiry goes at that instant; a poll may go early.
+          yield* next.step === "claim" ? waits.until(at) : waits.by(at)
+        }
         step = next.step
       }
     })
@@ -935,7 +939,7 @@ class Participant implements Elector {
         const services = fiber.getFiberRef(DefaultServices.currentServices)
         const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
         const waits = Deadlines.waits(clock, fiber.currentScheduler)
-        const loop = this.follow(waits.until).pipe(
+        const loop = this.follow(waits).pipe(
           // Nothing the store or user code does ends the loop; should anything
           // else, say so loudly rather than linger as a silent non-participant.
           // (Interrupting `run` from outside skips this: that is how it stops.)
