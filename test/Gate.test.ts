@@ -133,12 +133,14 @@ describe("Gate.use's ending", () => {
 })
 
 describe("Gate.enter", () => {
-  it("sheds a poll beyond capacity waiters with a Saturated error that captured no stack", () => {
+  it("sheds a poll beyond twice capacity waiters with a Saturated error that captured no stack", () => {
     const gate = Gate.make(1)
     expect(gate.enter("renew", () => {})).not.toBeInstanceOf(Gate.Saturated)
     expect(gate.enter("inspect", () => {})).not.toBeInstanceOf(Gate.Saturated)
+    expect(gate.enter("inspect", () => {})).not.toBeInstanceOf(Gate.Saturated)
     const shed = gate.enter("inspect", () => {})
     expect(shed).toBeInstanceOf(Gate.Saturated)
+    expect((shed as Gate.Saturated).message).toBe("inspect shed: all 1 connections are busy and 2 calls already wait")
     expect(String((shed as Gate.Saturated).stack)).not.toMatch(/\n\s+at /)
     // Error.stackTraceLimit is back as it was.
     expect(String(new Error("x").stack)).toMatch(/\n\s+at /)

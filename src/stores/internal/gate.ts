@@ -11,9 +11,12 @@
  * When every slot is taken, renewals and releases (a leader keeping or ending
  * its term) wait in their own queue, served first; the other calls wait
  * behind them, and a follower's poll (`inspect`) that would wait behind
- * `capacity` others is refused at once with {@link Saturated}, a retryable
- * error: the follower tries again at its next poll, and the store does no
- * work for it. A claim (`acquire`) is never shed: a follower only claims a
+ * twice `capacity` others is refused at once with {@link Saturated}, a
+ * retryable error: the follower tries again at its next poll, and the store
+ * does no work for it. Twice, because routine steps come in bursts: polls and
+ * renewals due within one grain of the deadline timer start together
+ * (`Deadlines.grain`), and a pool drains a queue of two pools' worth within
+ * a few statements' time; a queue deeper than that is overload. A claim (`acquire`) is never shed: a follower only claims a
  * lease it saw free, and the claim is what ends a leaderless interval.
  * Waiting is bounded by the call's own deadline.
  *
@@ -49,7 +52,7 @@ import { OperationTimeout } from "./sqlStore.js"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
  * new PgStore.Saturated({ operation: "inspect", capacity: 4 }).message
- * // "inspect shed: all 4 connections are busy and 4 calls already wait"
+ * // "inspect shed: all 4 connections are busy and 8 calls already wait"
  * ```
  */
 export class Saturated extends Data.TaggedError("Saturated")<{
@@ -57,7 +60,7 @@ export class Saturated extends Data.TaggedError("Saturated")<{
   readonly capacity: number
 }> {
   override get message(): string {
-    return `${this.operation} shed: all ${this.capacity} connections are busy and ${this.capacity} calls already wait`
+    return `${this.operation} shed: all ${this.capacity} connections are busy and ${2 * this.capacity} calls already wait`
   }
 }
 
@@ -70,7 +73,7 @@ export interface Ticket {
 export interface Gate {
   /**
    * Admits a call for `operation`: `admitted` runs once a slot is free (maybe
-   * at once, synchronously). A poll that would have to queue behind
+   * at once, synchronously). A poll that would have to queue behind twice
    * `capacity` other calls is refused instead.
    */
   readonly enter: (operation: Operation, admitted: () => void) => Ticket | Saturated
@@ -102,7 +105,7 @@ export const make = (capacity: number): Gate => {
         return admittedAtOnce
       }
       const queue = urgent(operation) ? leaders : others
-      if (operation === "inspect" && others.length >= capacity) return stackless(() => new Saturated({ operation, capacity }))
+      if (operation === "inspect" && others.length >= 2 * capacity) return stackless(() => new Saturated({ operation, capacity }))
       // A fresh function per call: its identity is what `cancel` looks for.
       const waiter = () => admitted()
       queue.push(waiter)
