@@ -16,8 +16,9 @@
  * does no work for it. Twice, because routine steps come in bursts: polls and
  * renewals due within one grain of the deadline timer start together
  * (`Deadlines.grain`), and a pool drains a queue of two pools' worth within
- * a few statements' time; a queue deeper than that is overload. A claim (`acquire`) is never shed: a follower only claims a
- * lease it saw free, and the claim is what ends a leaderless interval.
+ * a few statements' time; a queue deeper than that is overload. A claim
+ * (`acquire`) is never shed: a follower only claims a lease it saw free, and
+ * the claim is what ends a leaderless interval.
  * Waiting is bounded by the call's own deadline.
  *
  * {@link use} runs one call through the gate on a driver's pool. The caller
@@ -41,6 +42,9 @@ import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
 import { OperationTimeout } from "./sqlStore.js"
 
+/** How many calls may wait for `capacity` connections before a poll is shed (see the module's note). */
+const waitingLimit = (capacity: number): number => 2 * capacity
+
 /**
  * A poll refused because every connection of the store was busy and enough
  * polls were already waiting. Retryable: it is skipped, not failed.
@@ -60,7 +64,7 @@ export class Saturated extends Data.TaggedError("Saturated")<{
   readonly capacity: number
 }> {
   override get message(): string {
-    return `${this.operation} shed: all ${this.capacity} connections are busy and ${2 * this.capacity} calls already wait`
+    return `${this.operation} shed: all ${this.capacity} connections are busy and ${waitingLimit(this.capacity)} calls already wait`
   }
 }
 
@@ -105,7 +109,7 @@ export const make = (capacity: number): Gate => {
         return admittedAtOnce
       }
       const queue = urgent(operation) ? leaders : others
-      if (operation === "inspect" && others.length >= 2 * capacity) return stackless(() => new Saturated({ operation, capacity }))
+      if (operation === "inspect" && others.length >= waitingLimit(capacity)) return stackless(() => new Saturated({ operation, capacity }))
       // A fresh function per call: its identity is what `cancel` looks for.
       const waiter = () => admitted()
       queue.push(waiter)
