@@ -119,22 +119,6 @@ const registryKey = Symbol.for("effect-leaderelection/electors")
 const alive: Set<string> = ((globalThis as Record<symbol, Set<string> | undefined>)[registryKey] ??= new Set())
 
 /**
- * Claims (name, identity) in this process for as long as the scope lives.
- * The release goes straight on the scope: `Effect.acquireRelease` would keep a
- * copy of the fiber's FiberRefs for it, which a plain set deletion has no use
- * for.
- */
-const register = (name: string, identity: string) => {
-  const key = JSON.stringify([name, identity])
-  return Effect.uninterruptible(Effect.flatMap(Effect.scope, (scope) =>
-    Effect.suspend(() => {
-      if (alive.has(key)) return Effect.fail(new DuplicateIdentity({ name, identity }))
-      alive.add(key)
-      return Scope.addFinalizer(scope, Effect.sync(() => alive.delete(key)))
-    })))
-}
-
-/**
  * An elector with synchronous reads, for callers outside Effect (the Promise
  * API): they compare the live term's deadline with the clock, as `isLeader`
  * and `fence` do, without running an effect.
@@ -239,32 +223,60 @@ class Participant implements Elector {
   /** The fiber running `run`, so that closing the elector's scope stops it. */
   runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined = undefined
 
-  // The public surface, each built once: an effect that calls a method.
-  readonly isLeader: Effect.Effect<boolean> = Effect.sync(() => this.leading() !== undefined)
-  readonly fence: Effect.Effect<Option.Option<bigint>> = Effect.sync(() => Option.fromNullable(this.leading()?.fence))
-  readonly status: Effect.Effect<Status> = Effect.sync(() => this.snapshot(this.state))
-  readonly changes: Stream.Stream<Status> = Stream.suspend(() => Stream.map(this.states(), (s) => this.snapshot(s)))
-  readonly run: Effect.Effect<never, AlreadyRunning> = Effect.suspend(() => this.running())
-  readonly ready: Effect.Effect<void, StoreError> = Effect.suspend(() => {
-    if (this.readiness !== undefined) return this.readiness
-    this.readyWaiter ??= Deferred.unsafeMake<void, StoreError>(FiberId.none)
-    return Deferred.await(this.readyWaiter)
-  })
+  // The public surface: getters on the prototype, each building an effect
+  // that calls a method when it is read, rather than effects and closures
+  // kept on every elector (~1.3 KB each, and a process may run thousands).
+  get isLeader(): Effect.Effect<boolean> {
+    return Effect.sync(() => this.unsafeIsLeader())
+  }
+  get fence(): Effect.Effect<Option.Option<bigint>> {
+    return Effect.sync(() => Option.fromNullable(this.unsafeFence()))
+  }
+  get status(): Effect.Effect<Status> {
+    return Effect.sync(() => this.snapshot(this.state))
+  }
+  get changes(): Stream.Stream<Status> {
+    return Stream.map(this.states(), (s) => this.snapshot(s))
+  }
+  get run(): Effect.Effect<never, AlreadyRunning> {
+    return Effect.suspend(() => this.running())
+  }
+  get ready(): Effect.Effect<void, StoreError> {
+    return Effect.suspend(() => {
+      if (this.readiness !== undefined) return this.readiness
+      this.readyWaiter ??= Deferred.unsafeMake<void, StoreError>(FiberId.none)
+      return Deferred.await(this.readyWaiter)
+    })
+  }
   // changes starts with the current state, so a term in progress is returned at once.
-  readonly leadership: Effect.Effect<LeadershipShape> = Effect.suspend(() =>
-    this.states().pipe(
-      Stream.filterMap((s) => Option.map(s.term, (term) => term.leadership)),
-      Stream.runHead,
-      Effect.flatten,
-      Effect.orDie
+  get leadership(): Effect.Effect<LeadershipShape> {
+    return Effect.suspend(() =>
+      this.states().pipe(
+        Stream.filterMap((s) => Option.map(s.term, (term) => term.leadership)),
+        Stream.runHead,
+        Effect.flatten,
+        Effect.orDie
+      )
     )
-  )
-  readonly resign: Effect.Effect<void> = Effect.suspend(() => this.resigning())
-  readonly unsafeIsLeader = (): boolean => this.leading() !== undefined
-  readonly unsafeFence = (): bigint | undefined => this.leading()?.fence
+  }
+  get resign(): Effect.Effect<void> {
+    return Effect.suspend(() => this.resigning())
+  }
+  unsafeIsLeader(): boolean {
+    return this.leading() !== undefined
+  }
+  unsafeFence(): bigint | undefined {
+    return this.leading()?.fence
+  }
+
+  // The callbacks of the configuration, not the configuration itself: it
+  // may hold objects of its own (Durations) the resolved config replaces.
+  readonly onNewLeader: ElectorConfig["onNewLeader"]
+  readonly onStartedLeading: ElectorConfig["onStartedLeading"]
+  readonly onStoppedLeading: ElectorConfig["onStoppedLeading"]
 
   constructor(
-    readonly input: ElectorConfig,
+    input: ElectorConfig,
     readonly config: ResolvedConfig,
     readonly store: Store.StoreShape,
     readonly standing: Standing | undefined,
@@ -273,6 +285,9 @@ class Participant implements Elector {
   ) {
     this.name = config.name
     this.identity = config.identity
+    this.onNewLeader = input.onNewLeader
+    this.onStartedLeading = input.onStartedLeading
+    this.onStoppedLeading = input.onStoppedLeading
     this.timeout = Duration.unsafeToNanos(config.operationTimeout)
     const promised = AnswersWithin.of(store)
     this.onCaller = promised !== undefined && Duration.lessThanOrEqualTo(promised, config.operationTimeout)
@@ -597,7 +612,7 @@ class Participant implements Elector {
     const { fence, holder } = seen.value
     if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return undefined
     const announced = Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
-    const onNewLeader = this.input.onNewLeader
+    const onNewLeader = this.onNewLeader
     return onNewLeader === undefined
       ? announced
       : Effect.zipRight(announced, this.advise("onNewLeader", () => onNewLeader(holder, fence)))
@@ -690,7 +705,7 @@ class Participant implements Elector {
       yield* this.update((s) => ({ ...s, term: Option.some(term) }))
       yield* this.instrumentation.termStarted
       yield* Effect.logInfo(`started leading under fence ${fence}`)
-      const onStartedLeading = this.input.onStartedLeading
+      const onStartedLeading = this.onStartedLeading
       if (onStartedLeading !== undefined) {
         // Built inside the fiber, so that a synchronous throw is the work's defect.
         yield* fork("onStartedLeading", Effect.suspend(() => onStartedLeading(fence)))
@@ -777,7 +792,7 @@ class Participant implements Elector {
       }
       this.active = undefined
       yield* Deferred.succeed(term.ended, undefined)
-      const onStoppedLeading = this.input.onStoppedLeading
+      const onStoppedLeading = this.onStoppedLeading
       if (onStoppedLeading !== undefined) yield* this.advise("onStoppedLeading", () => onStoppedLeading)
     })
   }
@@ -816,7 +831,8 @@ class Participant implements Elector {
             ? undefined
             : yield* Effect.fork(this.challenges(stop, challenging))
           return yield* Deferred.await(stop).pipe(
-            Effect.ensuring(
+            // Built when the term ends, not kept on the fiber while it lasts.
+            Effect.ensuring(Effect.suspend(() =>
               Effect.zipRight(
                 challenger === undefined ? Effect.void : Fiber.interrupt(challenger),
                 Effect.zipRight(
@@ -828,7 +844,7 @@ class Participant implements Elector {
                   })
                 )
               )
-            )
+            ))
           )
         }),
       (term, exit) => this.endTerm(term, exit)
@@ -960,14 +976,17 @@ class Participant implements Elector {
           ),
           Effect.ensuring(
             restore(loop),
-            Effect.zipRight(
-              this.withdrawal(),
+            // Built when the loop stops, not kept on the fiber while it runs.
+            Effect.suspend(() =>
               Effect.zipRight(
-                Effect.sync(() => {
-                  waits.cancel()
-                  this.runner = undefined
-                }),
-                setting(services, annotations)
+                this.withdrawal(),
+                Effect.zipRight(
+                  Effect.sync(() => {
+                    waits.cancel()
+                    this.runner = undefined
+                  }),
+                  setting(services, annotations)
+                )
               )
             )
           )
@@ -1001,7 +1020,6 @@ export const make = (
   Effect.gen(function*() {
     const config = yield* resolve(input)
     const { identity, name } = config
-    yield* register(name, identity)
     const store = yield* Store.Store
     const { advertise, withdraw } = store
     const { candidacy } = config
@@ -1016,11 +1034,30 @@ export const make = (
     }
     const clock = yield* Effect.clock
     const scope = yield* Effect.scope
-    const instrumentation = yield* Instrumentation.make(name, identity)
-    const elector = new Participant(input, config, store, standing, clock, instrumentation)
-    // One finalizer, straight on the scope (`Effect.addFinalizer` would keep
-    // a copy of the fiber's FiberRefs for it, and a process may run
-    // thousands of electors), built when it runs.
-    yield* Scope.addFinalizer(scope, Effect.suspend(() => elector.shutdown()))
+    const tags = yield* Instrumentation.infoTags(name, identity)
+    // Claims (name, identity) in this process, joins the election's metric
+    // series and adds the elector's one finalizer, in one step that nothing
+    // interrupts. One finalizer, straight on the scope (`Effect.addFinalizer`
+    // would keep a copy of the fiber's FiberRefs for it, and a process may run
+    // thousands of electors), built when it runs: it stops the elector, then
+    // leaves the series and gives the claim back.
+    const key = JSON.stringify([name, identity])
+    const { elector, initial } = yield* Effect.uninterruptible(Effect.suspend(() => {
+      if (alive.has(key)) return Effect.fail(new DuplicateIdentity({ name, identity }))
+      alive.add(key)
+      const { initial, instrumentation, leave } = Instrumentation.join(name, identity, tags)
+      const elector = new Participant(input, config, store, standing, clock, instrumentation)
+      const release = Effect.suspend(() =>
+        Effect.ensuring(
+          elector.shutdown(),
+          Effect.sync(() => {
+            leave()
+            alive.delete(key)
+          })
+        )
+      )
+      return Effect.as(Scope.addFinalizer(scope, release), { elector, initial })
+    }))
+    yield* initial
     return elector
   })

@@ -1,7 +1,7 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import * as Scope from "effect/Scope"
+import type * as MetricLabel from "effect/MetricLabel"
 import type * as Tracer from "effect/Tracer"
 import * as Metrics from "../Metrics.js"
 import type { Operation, StoreError } from "../Store.js"
@@ -96,7 +96,7 @@ const electionsKey = Symbol.for("effect-leaderelection/instrumentation")
 const elections: Map<string, Election> =
   ((globalThis as Record<symbol, Map<string, Election> | undefined>)[electionsKey] ??= new Map())
 
-const join = (name: string): Election => {
+const enter = (name: string): Election => {
   let shared = elections.get(name)
   if (shared === undefined) {
     shared = election(name)
@@ -111,36 +111,45 @@ const leave = (name: string, shared: Election): void => {
   if (shared.users === 0) elections.delete(name)
 }
 
+/**
+ * The labels of a participant's info series: its election and identity, and
+ * the fiber's metric labels of this moment, as `Metric.update` would add them.
+ *
+ * @internal
+ */
+export const infoTags = (name: string, identity: string): Effect.Effect<ReadonlyArray<MetricLabel.MetricLabel>> =>
+  withFiberLabels(labels([["election", name], ["identity", identity]]))
+
 /** @internal */
-export const make = (name: string, identity: string): Effect.Effect<Instrumentation, never, Scope.Scope> => {
-  const infoTags = labels([["election", name], ["identity", identity]])
-  // The info series is set now and reset when the scope closes, in the
-  // series of this moment (the fiber's metric labels included). The release
-  // goes straight on the scope: `Effect.acquireRelease` would keep a copy of
-  // the fiber's FiberRefs for it, per participant.
-  const joined = Effect.uninterruptible(
-    Effect.flatMap(Effect.scope, (scope) =>
-      Effect.flatMap(withFiberLabels(infoTags), (tags) =>
-        Effect.suspend(() => {
-          const shared = join(name)
-          Metrics.info.unsafeUpdate(1, tags)
-          return Effect.as(
-            Scope.addFinalizer(
-              scope,
-              Effect.sync(() => {
-                Metrics.info.unsafeUpdate(0, tags)
-                leave(name, shared)
-              })
-            ),
-            shared
-          )
-        })))
-  )
-  return Effect.flatMap(joined, (shared) =>
+export interface Joined {
+  readonly instrumentation: Instrumentation
+  /** Reports the election's gauges at zero (no term yet, no fatal error): they exist before any term. */
+  readonly initial: Effect.Effect<void>
+  /** Resets the info series, and lets the election's series go with its last participant. */
+  readonly leave: () => void
+}
+
+/**
+ * Joins the series of election `name`, and sets the participant's info series
+ * (labelled `tags`, see {@link infoTags}) until `leave`: the caller calls it
+ * from its one release, and joins in the same uninterruptible step as it adds
+ * that release (a participant keeps no finalizer of its own for it).
+ *
+ * @internal
+ */
+export const join = (name: string, identity: string, tags: ReadonlyArray<MetricLabel.MetricLabel>): Joined => {
+  const shared = enter(name)
+  Metrics.info.unsafeUpdate(1, tags)
+  return {
     // The series are per election, shared by the participants of one process,
     // so a term moves the gauge by one rather than setting it: a participant
     // that joins (or follows) never resets what another one's term reported.
-    Effect.as(Effect.zipRight(Metric.modify(shared.leading, 0), Metric.set(shared.fatal, 0)), {
+    initial: Effect.zipRight(Metric.modify(shared.leading, 0), Metric.set(shared.fatal, 0)),
+    leave: () => {
+      Metrics.info.unsafeUpdate(0, tags)
+      leave(name, shared)
+    },
+    instrumentation: {
       termStarted: shared.termStarted,
       termEnded: shared.termEnded,
       renewed: shared.renewed,
@@ -156,5 +165,6 @@ export const make = (name: string, identity: string): Effect.Effect<Instrumentat
           // The stack would be the elector's, the same for every call.
           captureStackTrace: false
         })
-    }))
+    }
+  }
 }
