@@ -203,6 +203,24 @@ describe("Elector config", () => {
     const config = Effect.runSync(Elector.validate({ name: "jobs" }))
     expect(config.identity.startsWith(`${hostname()}-${process.pid}-`)).toBe(true)
   })
+
+  it("resolves durations of one length to one object, however many configs and lengths there are", () => {
+    const resolve = (leaseDuration: Duration.DurationInput) =>
+      Effect.runSync(Elector.validate({ name: "jobs", leaseDuration }))
+    const first = resolve(Duration.seconds(20))
+    // The same lengths, written another way: the same objects, derived ones included.
+    const second = resolve("20 seconds")
+    expect(second.leaseDuration).toBe(first.leaseDuration)
+    expect(second.safetyMargin).toBe(first.safetyMargin)
+    expect(second.renewInterval).toBe(first.renewInterval)
+    // More distinct lengths than are kept: still each its own length.
+    for (let seconds = 21; seconds < 421; seconds++) {
+      expect(Duration.toSeconds(resolve(Duration.seconds(seconds)).leaseDuration)).toBe(seconds)
+    }
+    const again = resolve("20 seconds")
+    expect(Duration.toSeconds(again.leaseDuration)).toBe(20)
+    expect(Duration.toSeconds(again.safetyMargin)).toBe(2)
+  })
 })
 
 describe("Elector.layerConfig", () => {

@@ -54,6 +54,23 @@ const optional = (
     ? Either.void
     : Either.left(new InvalidConfig({ field, reason: `must be ${expected} when set, got ${limits.kind(value)}` }))
 
+// Durations of one length, resolved for any number of electors, are one
+// object: a process may run thousands of electors with the same few lengths
+// (each config's own Durations, and those derived from them, ~1 KB an
+// elector). Bounded, so that many distinct lengths cannot grow it.
+const lengths = new Map<bigint, Duration.Duration>()
+const sharedLengths = 256
+
+/** The one Duration kept for the length of `duration` (finite, as resolved durations are). */
+const shared = (duration: Duration.Duration): Duration.Duration => {
+  const nanos = Duration.unsafeToNanos(duration)
+  const kept = lengths.get(nanos)
+  if (kept !== undefined) return kept
+  if (lengths.size >= sharedLengths) lengths.clear()
+  lengths.set(nanos, duration)
+  return duration
+}
+
 /**
  * Fills in defaults and refuses, naming the field the caller set: any field
  * of the wrong type, anything outside the limits of `Lease`, and any
@@ -137,22 +154,22 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, In
       name,
       identity: identity ?? (yield* generateIdentity),
       payload,
-      leaseDuration,
-      renewInterval,
-      retryPeriod,
-      operationTimeout,
-      safetyMargin,
-      retryDelay: retry,
+      leaseDuration: shared(leaseDuration),
+      renewInterval: shared(renewInterval),
+      retryPeriod: shared(retryPeriod),
+      operationTimeout: shared(operationTimeout),
+      safetyMargin: shared(safetyMargin),
+      retryDelay: shared(retry),
       disableRelease: config.disableRelease ?? false,
       onWorkFailure,
-      workFailureBackoff,
-      resignHoldOff,
+      workFailureBackoff: shared(workFailureBackoff),
+      resignHoldOff: shared(resignHoldOff),
       candidacy,
       versionPolicy,
-      preemptAfter,
+      preemptAfter: shared(preemptAfter),
       // Outlives one lost advertisement: two polls, each up to retryPeriod
       // apart and taking up to operationTimeout.
-      candidateTtl: Duration.times(Duration.sum(retryPeriod, operationTimeout), 2),
+      candidateTtl: shared(Duration.times(Duration.sum(retryPeriod, operationTimeout), 2)),
       failFast: config.failFast ?? false
     }
   })
