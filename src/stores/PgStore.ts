@@ -346,7 +346,7 @@ const lostCreateRace = (error: StoreError): boolean =>
  * own queries included, and an overloaded process does not reconnect for
  * every call that overran. The store uses at most the pool's `max`
  * connections at once; when all are busy, renewals and releases go first and
- * polls beyond `max` waiting ones are refused with a retryable
+ * polls beyond `2 * max` waiting ones are refused with a retryable
  * {@link Saturated} error instead of queued. A write waits for a row lock at
  * most a quarter of `operationTimeout` per wait (`lock_timeout`, set for the
  * statement's own transaction only), so a row that another transaction holds
