@@ -7,38 +7,49 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, TestClock } from "effect"
-import { identity } from "effect/Function"
 import * as Gate from "../src/stores/internal/gate.js"
 import { OperationTimeout } from "../src/stores/internal/sqlStore.js"
+import type { Operation } from "../src/Store.js"
 
 interface Connection {
   readonly id: number
 }
 
-/** A driver whose `run` answers when `answer` is called (the oldest request first), or at once. */
+/**
+ * A driver whose `run` answers when `answer` is called (the oldest request
+ * first), or at once with the request; it records the requests it ran.
+ */
 const fakeDriver = (immediate: boolean) => {
   const released: Array<Error | undefined> = []
+  const requests: Array<string> = []
   const pending: Array<(error: Error | undefined, result: string) => void> = []
-  const driver: Gate.Driver<Connection, string> = {
+  const driver: Gate.Driver<Connection, string, string> = {
     connect: (callback) => callback(undefined, { id: 1 }),
-    run: (_connection, callback) => immediate ? callback(undefined, "at once") : pending.push(callback),
+    run: (_connection, request, callback) => {
+      requests.push(request)
+      return immediate ? callback(undefined, "at once") : pending.push(callback)
+    },
     release: (_connection, error) => released.push(error)
   }
-  return { driver, released, answer: (result: string) => pending.shift()?.(undefined, result) }
+  return { driver, released, requests, answer: (result: string) => pending.shift()?.(undefined, result) }
 }
 
 const timeout = Duration.seconds(1)
 const grace = Duration.seconds(2)
 
-/** The driver's result, or the gate's or driver's error, as they are. */
-const asIs: Gate.Ending<string, string, Error> = { answer: Effect.succeed, failure: identity }
+/** A gate over `capacity` connections of `driver`, its errors as they are. */
+const connectionsOf = <E>(
+  capacity: number,
+  driver: Gate.Driver<Connection, string, string>,
+  failure: (operation: Operation, error: Error) => E
+): Gate.Connections<Connection, string, string, E> => ({ gate: Gate.make(capacity), driver, timeout, grace, failure })
 
 /** A gate over `capacity` connections of a fake driver, and a call through it. */
 const setup = (capacity: number, immediate: boolean) => {
-  const gate = Gate.make(capacity)
   const fake = fakeDriver(immediate)
-  const call = (operation: "renew" | "inspect" = "renew") =>
-    Gate.use(gate, timeout, grace, operation, fake.driver, asIs)
+  const connections = connectionsOf(capacity, fake.driver, (_operation, error) => error)
+  const call = (operation: Operation = "renew", request = "a request") =>
+    Gate.use(connections, operation, request, Effect.succeed)
   return { fake, call }
 }
 
@@ -112,33 +123,34 @@ describe("Gate.use", () => {
 })
 
 describe("Gate.use's ending", () => {
-  it.effect("decodes the answer, and maps the gate's and the driver's errors, where the call ends", () =>
+  it.effect("runs the request, decodes the answer, and maps the gate's and the driver's errors, where the call ends", () =>
     Effect.gen(function*() {
-      const ending: Gate.Ending<string, number, string> = {
-        answer: (result) => result === "at once" ? Effect.succeed(1) : Effect.fail(`odd answer: ${result}`),
-        failure: (error) => `failed: ${error.message}`
-      }
-      expect(yield* Gate.use(Gate.make(1), timeout, grace, "renew", fakeDriver(true).driver, ending)).toBe(1)
+      const answer = (result: string) => result === "at once" ? Effect.succeed(1) : Effect.fail(`odd answer: ${result}`)
+      const failure = (operation: Operation, error: Error) => `${operation} failed: ${error.message}`
+      const quick = fakeDriver(true)
+      expect(yield* Gate.use(connectionsOf(1, quick.driver, failure), "renew", "select 1", answer)).toBe(1)
+      expect(quick.requests).toEqual(["select 1"])
       const slow = fakeDriver(false)
-      const gate = Gate.make(1)
-      const late = yield* Effect.fork(Gate.use(gate, timeout, grace, "renew", slow.driver, ending))
+      const late = yield* Effect.fork(Gate.use(connectionsOf(1, slow.driver, failure), "inspect", "late", answer))
       yield* TestClock.adjust(timeout)
-      expect(yield* Effect.flip(Fiber.join(late))).toBe("failed: no answer from the database within 1s")
-      const odd = yield* Effect.fork(Gate.use(Gate.make(1), timeout, grace, "renew", slow.driver, ending))
+      expect(yield* Effect.flip(Fiber.join(late))).toBe("inspect failed: no answer from the database within 1s")
+      const odd = yield* Effect.fork(Gate.use(connectionsOf(1, slow.driver, failure), "renew", "odd", answer))
       yield* Effect.yieldNow()
       slow.answer("late")
       slow.answer("odd")
       expect(yield* Effect.flip(Fiber.join(odd))).toBe("odd answer: odd")
+      expect(slow.requests).toEqual(["late", "odd"])
     }))
 })
 
 describe("Gate.enter", () => {
   it("sheds a poll beyond twice capacity waiters with a Saturated error that captured no stack", () => {
     const gate = Gate.make(1)
-    expect(gate.enter("renew", () => {})).not.toBeInstanceOf(Gate.Saturated)
-    expect(gate.enter("inspect", () => {})).not.toBeInstanceOf(Gate.Saturated)
-    expect(gate.enter("inspect", () => {})).not.toBeInstanceOf(Gate.Saturated)
-    const shed = gate.enter("inspect", () => {})
+    const waiter = (): Gate.Waiter => ({ admitted: () => {} })
+    expect(gate.enter("renew", waiter())).toBeUndefined()
+    expect(gate.enter("inspect", waiter())).toBeUndefined()
+    expect(gate.enter("inspect", waiter())).toBeUndefined()
+    const shed = gate.enter("inspect", waiter())
     expect(shed).toBeInstanceOf(Gate.Saturated)
     expect((shed as Gate.Saturated).message).toBe("inspect shed: all 1 connections are busy and 2 calls already wait")
     expect(String((shed as Gate.Saturated).stack)).not.toMatch(/\n\s+at /)

@@ -17,7 +17,12 @@ import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import type * as Scheduler from "effect/Scheduler"
 
-interface Entry {
+/**
+ * A deadline set on a clock's timer (see {@link add}).
+ *
+ * @internal
+ */
+export interface Entry {
   /** Nanoseconds on the timer's clock. */
   readonly at: bigint
   /** Undefined once expired or cancelled. */
@@ -117,8 +122,14 @@ const stop = (timer: Timer): void => {
   timer.fiber = undefined
 }
 
-/** Sets the deadline `at` on the timer of `clock`; see {@link schedule}. */
-const add = (clock: Clock.Clock, scheduler: Scheduler.Scheduler, at: bigint, expire: () => void): Entry => {
+/**
+ * Sets the deadline `at` on the timer of `clock`; see {@link schedule}. For
+ * a caller that keeps the entry where it keeps the rest of its state, rather
+ * than in a closure of its own.
+ *
+ * @internal
+ */
+export const add = (clock: Clock.Clock, scheduler: Scheduler.Scheduler, at: bigint, expire: () => void): Entry => {
   let timer = timers.get(clock)
   if (timer === undefined) {
     timer = { heap: [], open: 0, fiber: undefined, wakeAt: 0n }
@@ -137,8 +148,13 @@ const add = (clock: Clock.Clock, scheduler: Scheduler.Scheduler, at: bigint, exp
   return entry
 }
 
-/** Takes back `entry` unless it has expired. */
-const cancel = (entry: Entry): void => {
+/**
+ * Takes back `entry` unless it has expired; drops its `expire` either way,
+ * so that an entry kept longer than its deadline keeps nothing alive.
+ *
+ * @internal
+ */
+export const cancel = (entry: Entry): void => {
   if (entry.expire === undefined) return
   entry.expire = undefined
   const { timer } = entry

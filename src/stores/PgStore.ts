@@ -397,16 +397,15 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
     const candidateSql = candidateStatements(candidates)
     // A call let in just before its deadline is abandoned at once: its late
     // answer needs about a round trip, hence twice the timeout of grace.
-    const slots = connections(pool, timeout, Duration.times(timeout, 2))
     // The answer is decoded, and an error classified, where the call ends.
+    const slots = connections<StoreError>(pool, timeout, Duration.times(timeout, 2), toStoreError)
     const runThen = <A, E>(
       operation: Operation,
       statement: string,
-      values: ReadonlyArray<Param>,
+      values: Array<Param>,
       answer: (result: QueryResult<Row>) => Effect.Effect<A, E | StoreError>
-    ): Effect.Effect<A, E | StoreError> =>
-      query(slots, operation, statement, values, { answer, failure: (error) => toStoreError(operation, error) })
-    const run = (operation: Operation, statement: string, values: ReadonlyArray<Param>) =>
+    ): Effect.Effect<A, E | StoreError> => query<A, E | StoreError>(slots, operation, statement, values, answer)
+    const run = (operation: Operation, statement: string, values: Array<Param>) =>
       runThen(operation, statement, values, Effect.succeed)
     const create = (statement: string) =>
       run("ensureSchema", statement, []).pipe(Effect.catchIf(lostCreateRace, () => Effect.void), Effect.asVoid)

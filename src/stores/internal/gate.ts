@@ -37,6 +37,8 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import type * as Scheduler from "effect/Scheduler"
 import * as Deadlines from "../../internal/deadlines.js"
 import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
@@ -68,19 +70,21 @@ export class Saturated extends Data.TaggedError("Saturated")<{
   }
 }
 
-/** A call admitted or waiting for admission. */
-export interface Ticket {
-  /** Withdraws a call still waiting; false when it was already admitted (it then holds a slot). */
-  readonly cancel: () => boolean
+/** A call waiting for admission, or admitted. */
+export interface Waiter {
+  /** Runs once the call holds a slot (maybe at once, synchronously, inside `enter`). */
+  readonly admitted: () => void
 }
 
 export interface Gate {
   /**
-   * Admits a call for `operation`: `admitted` runs once a slot is free (maybe
-   * at once, synchronously). A poll that would have to queue behind twice
-   * `capacity` other calls is refused instead.
+   * Admits `waiter`'s call for `operation`: `waiter.admitted()` runs once a
+   * slot is free (maybe at once, synchronously). A poll that would have to
+   * queue behind twice `capacity` other calls is refused instead.
    */
-  readonly enter: (operation: Operation, admitted: () => void) => Ticket | Saturated
+  readonly enter: (operation: Operation, waiter: Waiter) => Saturated | undefined
+  /** Takes back a call still waiting; false when it was already admitted (it then holds a slot). */
+  readonly withdraw: (waiter: Waiter) => boolean
   /** Frees the slot of an admitted call; call it exactly once per admission. */
   readonly leave: () => void
 }
@@ -88,47 +92,43 @@ export interface Gate {
 /** A leader's calls: losing them loses a term, or delays the next one. */
 const urgent = (operation: Operation): boolean => operation === "renew" || operation === "release"
 
-const admittedAtOnce: Ticket = { cancel: () => false }
-
 /** A gate over `capacity` connections. */
 export const make = (capacity: number): Gate => {
   let free = capacity
-  const leaders: Array<() => void> = []
-  const others: Array<() => void> = []
-  const withdraw = (queue: Array<() => void>, waiter: () => void): boolean => {
+  const leaders: Array<Waiter> = []
+  const others: Array<Waiter> = []
+  const remove = (queue: Array<Waiter>, waiter: Waiter): boolean => {
     const index = queue.indexOf(waiter)
     if (index < 0) return false
     queue.splice(index, 1)
     return true
   }
   return {
-    enter: (operation, admitted) => {
+    enter: (operation, waiter) => {
       if (free > 0) {
         free -= 1
-        admitted()
-        return admittedAtOnce
+        waiter.admitted()
+        return undefined
       }
-      const queue = urgent(operation) ? leaders : others
       if (operation === "inspect" && others.length >= waitingLimit(capacity)) return stackless(() => new Saturated({ operation, capacity }))
-      // A fresh function per call: its identity is what `cancel` looks for.
-      const waiter = () => admitted()
-      queue.push(waiter)
-      return { cancel: () => withdraw(queue, waiter) }
+      ;(urgent(operation) ? leaders : others).push(waiter)
+      return undefined
     },
+    withdraw: (waiter) => remove(leaders, waiter) || remove(others, waiter),
     leave: () => {
       const next = leaders.shift() ?? others.shift()
       if (next === undefined) free += 1
-      else next()
+      else next.admitted()
     }
   }
 }
 
 /** What {@link use} needs from a driver's pool and connections. */
-export interface Driver<C, A> {
+export interface Driver<C, R, A> {
   /** Checks a connection out of the pool. */
   readonly connect: (callback: (error: Error | undefined, connection: C | undefined) => void) => void
-  /** Runs the call's request on `connection`. */
-  readonly run: (connection: C, callback: (error: Error | undefined, result: A) => void) => void
+  /** Runs a call's `request` on `connection`. */
+  readonly run: (connection: C, request: R, callback: (error: Error | undefined, result: A) => void) => void
   /**
    * Puts `connection` back in the pool after its request ended with `error`
    * (`undefined`: it succeeded), or destroys it when that error leaves it
@@ -138,96 +138,167 @@ export interface Driver<C, A> {
 }
 
 /**
- * What the end of a call becomes: the driver's result, through `answer`
- * (decoded, say), or an error of the gate or the driver, through `failure`
- * (classified). Applied where the call ends, so that the caller's fiber runs
- * no further step to map them.
+ * A store's connections as {@link use} runs calls on them, one for the
+ * store's life: its gate, its driver over the pool, the bounds of every call,
+ * and what an error of the gate or the driver becomes (classified), applied
+ * where the call ends, so that the caller's fiber runs no further step to map
+ * it.
  */
-export interface Ending<A, B, E> {
-  readonly answer: (result: A) => Effect.Effect<B, E>
-  readonly failure: (error: Error) => E
+export interface Connections<C, R, A, E> {
+  readonly gate: Gate
+  readonly driver: Driver<C, R, A>
+  /** Bounds every call, waiting for a slot and a connection included. */
+  readonly timeout: Duration.Duration
+  /** How long a statement whose caller gave up may still answer before its connection is destroyed. */
+  readonly grace: Duration.Duration
+  readonly failure: (operation: Operation, error: Error) => E
 }
 
 /**
- * One call through `gate` on `driver`'s pool, bounded by `timeout` (waiting
- * for a slot and a connection included): on expiry the caller gets an
- * {@link OperationTimeout} at once. See the module's note.
+ * One call in flight. Everything the call needs is a field, and every
+ * callback it hands out is built in a method, so that it holds the call and
+ * nothing else: the request, the decoding and the caller's resumption are
+ * dropped as soon as they are used. Whatever keeps a callback after the call
+ * (Effect's handler for the caller's interruption, a driver's request, a
+ * timer entry, all of them kept for a while by objects the young generation's
+ * collections do not free) keeps this object alone, not the call's work.
+ */
+class Call<C, R, A, B, E> implements Waiter {
+  /** The slot is free again and the connection, if any, back or destroyed. */
+  private settled = false
+  private connection: C | undefined = undefined
+  /** The call's deadline; once the caller gave up, the grace of its statement. */
+  private timer: Deadlines.Entry | undefined = undefined
+  private readonly clock: Clock.Clock
+  private readonly scheduler: Scheduler.Scheduler
+
+  constructor(
+    private readonly connections: Connections<C, R, A, E>,
+    private readonly operation: Operation,
+    private request: R | undefined,
+    private answer: ((result: A) => Effect.Effect<B, E>) | undefined,
+    /** Undefined once the caller has its answer, or stopped waiting (interrupted, timed out). */
+    private resume: ((effect: Effect.Effect<B, E>) => void) | undefined,
+    fiber: Fiber.RuntimeFiber<unknown, unknown>
+  ) {
+    this.clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    this.scheduler = fiber.currentScheduler
+  }
+
+  /** Enters the gate; what the caller's interruption runs, unless the call ended already. */
+  start(): Effect.Effect<void> | undefined {
+    const { connections, operation } = this
+    const shed = connections.gate.enter(operation, this)
+    if (shed !== undefined) {
+      this.reply(Effect.fail(connections.failure(operation, shed)))
+      return undefined
+    }
+    // Answered already, synchronously: no deadline to keep.
+    if (this.resume === undefined) return undefined
+    this.timer = this.after(connections.timeout, () => this.expired())
+    return Effect.sync(() => this.abandon())
+  }
+
+  admitted(): void {
+    this.connections.driver.connect((error, connection) => this.connected(error, connection))
+  }
+
+  private connected(error: Error | undefined, connection: C | undefined): void {
+    const { driver } = this.connections
+    if (connection === undefined) {
+      this.settle(undefined)
+      return this.fail(error ?? new Error("the pool returned no connection"))
+    }
+    if (this.resume === undefined) {
+      // Given up while connecting: the new connection is healthy.
+      driver.release(connection, undefined)
+      return this.settle(undefined)
+    }
+    this.connection = connection
+    const request = this.request as R
+    this.request = undefined
+    driver.run(connection, request, (error, result) => this.ran(error, result))
+  }
+
+  private ran(error: Error | undefined, result: A): void {
+    this.settle(error)
+    if (error !== undefined) return this.fail(error)
+    const { answer } = this
+    if (answer !== undefined) this.reply(answer(result))
+  }
+
+  private fail(error: Error): void {
+    this.reply(Effect.fail(this.connections.failure(this.operation, error)))
+  }
+
+  private reply(result: Effect.Effect<B, E>): void {
+    const { resume } = this
+    if (resume === undefined) return
+    this.over()
+    resume(result)
+  }
+
+  /** The caller stops waiting: its deadline is dropped, and with it what it would have needed. */
+  private over(): void {
+    this.resume = undefined
+    this.answer = undefined
+    if (this.timer !== undefined) Deadlines.cancel(this.timer)
+  }
+
+  private expired(): void {
+    const { resume } = this
+    this.abandon()
+    resume?.(Effect.fail(this.connections.failure(this.operation, stackless(() => new OperationTimeout({ timeout: this.connections.timeout })))))
+  }
+
+  // The caller stopped waiting: a call still queued is withdrawn, and a
+  // statement still running keeps its slot, for `grace` at most.
+  private abandon(): void {
+    this.over()
+    if (this.settled || this.connections.gate.withdraw(this)) {
+      this.request = undefined
+      return
+    }
+    const { grace } = this.connections
+    this.timer = this.after(
+      grace,
+      () => this.settle(new Error(`no answer ${Duration.format(grace)} after the call gave up; connection destroyed`))
+    )
+  }
+
+  private settle(error: Error | undefined): void {
+    if (this.settled) return
+    this.settled = true
+    if (this.timer !== undefined) Deadlines.cancel(this.timer)
+    const { connection } = this
+    this.connection = undefined
+    if (connection !== undefined) this.connections.driver.release(connection, error)
+    this.connections.gate.leave()
+  }
+
+  private after(duration: Duration.Duration, expire: () => void): Deadlines.Entry {
+    const { clock } = this
+    return Deadlines.add(clock, this.scheduler, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(duration), expire)
+  }
+}
+
+/**
+ * One call for `operation` through the gate of `connections`, running
+ * `request`, its result decoded by `answer` where the call ends. It is
+ * bounded by the connections' timeout (waiting for a slot and a connection
+ * included): on expiry the caller gets an {@link OperationTimeout} at once.
+ * See the module's note.
  *
  * The deadline is kept by the process's one timer fiber (see
  * `internal/deadlines.ts`), not `Effect.timeout`, which would run the call in
  * a fiber of its own beside a fiber that sleeps, and join them.
  */
-export const use = <C, A, B, E>(
-  gate: Gate,
-  timeout: Duration.Duration,
-  grace: Duration.Duration,
+export const use = <C, R, A, B, E>(
+  connections: Connections<C, R, A, E>,
   operation: Operation,
-  driver: Driver<C, A>,
-  ending: Ending<A, B, E>
+  request: R,
+  answer: (result: A) => Effect.Effect<B, E>
 ): Effect.Effect<B, E> =>
-  Effect.withFiberRuntime<B, E>((fiber) => {
-    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-    return Effect.async<B, E>((resume) => {
-      const scheduler = fiber.currentScheduler
-      // The caller has its answer, or stopped waiting (interrupted, timed out).
-      let over = false
-      // The slot is free again and the connection, if any, back or destroyed.
-      let settled = false
-      let held: C | undefined
-      let cancelDeadline: (() => void) | undefined
-      let cancelGrace: (() => void) | undefined
-      const settle = (error: Error | undefined): void => {
-        if (settled) return
-        settled = true
-        cancelGrace?.()
-        if (held !== undefined) driver.release(held, error)
-        gate.leave()
-      }
-      const answer = (result: Effect.Effect<B, E>): void => {
-        if (over) return
-        over = true
-        cancelDeadline?.()
-        resume(result)
-      }
-      // The caller stopped waiting: a call still queued is withdrawn, and a
-      // statement still running keeps its slot, for `grace` at most.
-      const abandon = (): void => {
-        over = true
-        cancelDeadline?.()
-        if (settled || ticket.cancel()) return
-        cancelGrace = Deadlines.schedule(
-          clock,
-          scheduler,
-          clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(grace),
-          () => settle(new Error(`no answer ${Duration.format(grace)} after the call gave up; connection destroyed`))
-        )
-      }
-      const entered = gate.enter(operation, () =>
-        driver.connect((error, connection) => {
-          if (connection === undefined) {
-            settle(undefined)
-            return answer(Effect.fail(ending.failure(error ?? new Error("the pool returned no connection"))))
-          }
-          if (over) {
-            // Given up while connecting: the new connection is healthy.
-            driver.release(connection, undefined)
-            return settle(undefined)
-          }
-          held = connection
-          driver.run(connection, (error, result) => {
-            settle(error)
-            answer(error === undefined ? ending.answer(result) : Effect.fail(ending.failure(error)))
-          })
-        })
-      )
-      if (entered instanceof Saturated) return resume(Effect.fail(ending.failure(entered)))
-      const ticket: Ticket = entered
-      // Answered already, synchronously: no deadline to keep.
-      if (over) return
-      cancelDeadline = Deadlines.schedule(clock, scheduler, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(timeout), () => {
-        abandon()
-        resume(Effect.fail(ending.failure(stackless(() => new OperationTimeout({ timeout })))))
-      })
-      return Effect.sync(abandon)
-    })
-  })
+  Effect.withFiberRuntime<B, E>((fiber) =>
+    Effect.async<B, E>((resume) => new Call(connections, operation, request, answer, resume, fiber).start())
+  )

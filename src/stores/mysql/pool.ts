@@ -101,21 +101,26 @@ const send = (
  * its request succeeded.
  */
 export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => {
-  // mysql2 fills in its default limit (10) when none was given.
-  const gate = Gate.make(pool.config.connectionLimit ?? 10)
   const severalPerRequest = settingsOf(pool).multipleStatements === true
-  // A call let in just before its deadline is abandoned at once: its late
-  // answer needs about a round trip, hence twice the timeout of grace.
-  const grace = Duration.times(timeout, 2)
+  const connections: Gate.Connections<Mysql.PoolConnection, ReadonlyArray<Statement>, ReadonlyArray<unknown>, StoreError> = {
+    // mysql2 fills in its default limit (10) when none was given.
+    gate: Gate.make(pool.config.connectionLimit ?? 10),
+    driver: {
+      connect: (callback) =>
+        pool.getConnection((error, connection) => callback(error ?? undefined, error === null ? connection : undefined)),
+      run: (connection, statements, callback) =>
+        send(connection, statements, severalPerRequest && statements.length > 1, callback),
+      // Only a request that succeeded is known to have left no transaction open.
+      release: (connection, error) => error === undefined ? connection.release() : connection.destroy()
+    },
+    timeout,
+    // A call let in just before its deadline is abandoned at once: its late
+    // answer needs about a round trip, hence twice the timeout of grace.
+    grace: Duration.times(timeout, 2),
+    failure: storeError
+  }
   return {
-    run: (operation, statements) =>
-      Gate.use<Mysql.PoolConnection, ReadonlyArray<unknown>, ReadonlyArray<unknown>, StoreError>(gate, timeout, grace, operation, {
-        connect: (callback) =>
-          pool.getConnection((error, connection) => callback(error ?? undefined, error === null ? connection : undefined)),
-        run: (connection, callback) => send(connection, statements, severalPerRequest && statements.length > 1, callback),
-        // Only a request that succeeded is known to have left no transaction open.
-        release: (connection, error) => error === undefined ? connection.release() : connection.destroy()
-      }, { answer: Effect.succeed, failure: (cause) => storeError(operation, cause) }),
+    run: (operation, statements) => Gate.use(connections, operation, statements, Effect.succeed),
     timeout
   }
 }

@@ -29,23 +29,47 @@ export type Param = string | Buffer | null
 /** Every column a store statement returns is text (or null): decoding is ours alone. */
 export type Row = Readonly<Record<string, string | null>>
 
-/** A pool as the store uses it. */
-export interface Connections {
-  readonly pool: Pool
-  readonly gate: Gate.Gate
-  /** Bounds every call, waiting for a connection included. */
-  readonly timeout: Duration.Duration
-  /** How long a statement whose caller gave up may still answer before its connection is destroyed. */
-  readonly grace: Duration.Duration
+/** A statement and its parameters. */
+export interface Request {
+  readonly text: string
+  readonly values: Array<Param>
 }
 
-/** The store's view of `pool`: as many slots as the pool has connections. */
-export const connections = (pool: Pool, timeout: Duration.Duration, grace: Duration.Duration): Connections => ({
-  pool,
+/** A pool as the store uses it, with errors classified as `E`. */
+export type Connections<E> = Gate.Connections<PoolClient, Request, QueryResult<Row>, E>
+
+/**
+ * The store's view of `pool`: as many slots as the pool has connections,
+ * every call bounded by `timeout` (waiting for a connection included), and
+ * `grace` for a statement whose caller gave up to answer before its
+ * connection is destroyed.
+ */
+export const connections = <E>(
+  pool: Pool,
+  timeout: Duration.Duration,
+  grace: Duration.Duration,
+  failure: (operation: Operation, error: Error) => E
+): Connections<E> => ({
   // pg-pool fills in its default size (10) when none was given.
   gate: Gate.make(pool.options.max ?? 10),
+  driver: {
+    connect: (callback) => pool.connect((error, client) => callback(error ?? undefined, client)),
+    run: (client, { text, values }, callback) => {
+      // pg also reports socket failures to the active query's callback, which
+      // is where they are handled; without a listener they would crash the process.
+      client.on("error", constVoid)
+      client.query<Row>({ text, values }, (error, result) => {
+        client.off("error", constVoid)
+        callback(error ?? undefined, result)
+      })
+    },
+    // An answer, even a server-reported error, leaves the connection in sync
+    // and reusable; anything else (a dead socket, no answer) means it must go.
+    release: (client, error) => client.release(error instanceof Pg.DatabaseError ? undefined : error)
+  },
   timeout,
-  grace
+  grace,
+  failure
 })
 
 /**
@@ -54,24 +78,9 @@ export const connections = (pool: Pool, timeout: Duration.Duration, grace: Durat
  * so it is safe behind a transaction-pooling proxy.
  */
 export const query = <A, E>(
-  { gate, grace, pool, timeout }: Connections,
+  connections: Connections<E>,
   operation: Operation,
   text: string,
-  values: ReadonlyArray<Param>,
-  ending: Gate.Ending<QueryResult<Row>, A, E>
-): Effect.Effect<A, E> =>
-  Gate.use<PoolClient, QueryResult<Row>, A, E>(gate, timeout, grace, operation, {
-    connect: (callback) => pool.connect((error, client) => callback(error ?? undefined, client)),
-    run: (client, callback) => {
-      // pg also reports socket failures to the active query's callback, which
-      // is where they are handled; without a listener they would crash the process.
-      client.on("error", constVoid)
-      client.query<Row>({ text, values: [...values] }, (error, result) => {
-        client.off("error", constVoid)
-        callback(error ?? undefined, result)
-      })
-    },
-    // An answer, even a server-reported error, leaves the connection in sync
-    // and reusable; anything else (a dead socket, no answer) means it must go.
-    release: (client, error) => client.release(error instanceof Pg.DatabaseError ? undefined : error)
-  }, ending)
+  values: Array<Param>,
+  answer: (result: QueryResult<Row>) => Effect.Effect<A, E>
+): Effect.Effect<A, E> => Gate.use(connections, operation, { text, values }, answer)
