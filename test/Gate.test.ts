@@ -6,7 +6,8 @@
  * (synchronously) needs no timer.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber, TestClock } from "effect"
+import * as Caller from "../src/internal/caller.js"
 import * as Gate from "../src/stores/internal/gate.js"
 import { OperationTimeout } from "../src/stores/internal/sqlStore.js"
 import type { Operation } from "../src/Store.js"
@@ -157,4 +158,84 @@ describe("Gate.enter", () => {
     // Error.stackTraceLimit is back as it was.
     expect(String(new Error("x").stack)).toMatch(/\n\s+at /)
   })
+})
+
+describe("Gate.use on a caller's fiber (internal/caller.ts)", () => {
+  it.effect("hands Effect no canceller: the caller's stop withdraws a queued call and gives a running one its grace", () =>
+    Effect.gen(function*() {
+      const { call, fake } = setup(1, false)
+      const running = new Caller.Caller()
+      const queued = new Caller.Caller()
+      const first = yield* Effect.fork(Caller.run(running, call("renew", "first")))
+      yield* Effect.yieldNow()
+      const second = yield* Effect.fork(Caller.run(queued, call("inspect", "second")))
+      yield* Effect.yieldNow()
+      // Interrupted, each returns at once; the calls are the callers' to end.
+      yield* Fiber.interrupt(second)
+      yield* Fiber.interrupt(first)
+      queued.stop()
+      running.stop()
+      // The running call's statement has its grace, then its connection goes;
+      // the queued call never runs.
+      yield* TestClock.adjust(Duration.millis(1999))
+      expect(fake.released).toEqual([])
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(fake.released).toHaveLength(1)
+      expect(fake.released[0]?.message).toMatch(/connection destroyed/)
+      expect(fake.requests).toEqual(["first"])
+    }))
+
+  it.effect("left alone, a caller's interrupted call runs on, bounded by its deadline", () =>
+    Effect.gen(function*() {
+      const { call, fake } = setup(1, false)
+      const first = yield* Effect.fork(Caller.run(new Caller.Caller(), call("renew", "first")))
+      yield* Effect.yieldNow()
+      const second = yield* Effect.fork(Caller.run(new Caller.Caller(), call("inspect", "second")))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(second)
+      fake.answer("first's")
+      expect(yield* Fiber.join(first)).toBe("first's")
+      // Not stopped: the queued call was admitted and ran.
+      expect(fake.requests).toEqual(["first", "second"])
+    }))
+
+  it.effect("a call begun on the caller abandons the one its interruption left (a finalizer's call)", () =>
+    Effect.gen(function*() {
+      const { call, fake } = setup(2, false)
+      const caller = new Caller.Caller()
+      const loop = yield* Effect.fork(Caller.run(caller, Effect.ensuring(call("renew", "one"), Effect.ignore(call("release", "two")))))
+      yield* Effect.yieldNow()
+      yield* Fiber.interruptFork(loop)
+      yield* TestClock.adjust(Duration.millis(500))
+      expect(fake.requests).toEqual(["one", "two"])
+      // "one" was abandoned when "two" began: its grace runs from then, not
+      // from its deadline (which would destroy its connection at 3 s).
+      yield* TestClock.adjust(Duration.millis(1499))
+      expect(fake.released).toEqual([])
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(fake.released).toHaveLength(1)
+      expect(fake.released[0]?.message).toMatch(/connection destroyed/)
+      // The oldest request first: "one" answers too late to matter.
+      fake.answer("one's")
+      fake.answer("two's")
+      expect(yield* Fiber.await(loop)).toSatisfy(Exit.isInterrupted)
+      expect(fake.released).toHaveLength(2)
+      expect(fake.released[1]).toBeUndefined()
+      caller.stop()
+    }))
+
+  it.effect("a fiber forked inside a caller's is not it: its call keeps a canceller, and is withdrawn when interrupted", () =>
+    Effect.gen(function*() {
+      const { call, fake } = setup(1, false)
+      const caller = new Caller.Caller()
+      const first = yield* Effect.fork(call("renew", "first"))
+      yield* Effect.yieldNow()
+      const child = yield* Caller.run(caller, Effect.fork(call("inspect", "child")))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(child)
+      fake.answer("first's")
+      expect(yield* Fiber.join(first)).toBe("first's")
+      expect(fake.requests).toEqual(["first"])
+      caller.stop()
+    }))
 })

@@ -37,6 +37,7 @@ import { type Candidacy, type Candidate, type Operation, StoreError } from "../S
 import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
 import * as AnswersWithin from "./answersWithin.js"
+import * as Caller from "./caller.js"
 import * as Deadlines from "./deadlines.js"
 import * as Instrumentation from "./instrumentation.js"
 import { stackless } from "./stackless.js"
@@ -824,13 +825,16 @@ class Participant implements Elector {
           const guard = this.watchdog(stop, scheduler)
           const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
           const renewing = Deadlines.waits(clock, scheduler)
+          const renewal = new Caller.Caller()
           // A child of this fiber rather than a daemon, so TestClock sees it.
-          const renewer = yield* Effect.fork(this.renewals(fence, first, stop, guard.moved, renewing))
+          const renewer = yield* Effect.fork(Caller.run(renewal, this.renewals(fence, first, stop, guard.moved, renewing)))
           // No fiber at all for a participant that is no candidate.
-          const challenging = this.standing === undefined ? undefined : Deadlines.waits(clock, scheduler)
+          const challenging = this.standing === undefined
+            ? undefined
+            : { waits: Deadlines.waits(clock, scheduler), caller: new Caller.Caller() }
           const challenger = challenging === undefined
             ? undefined
-            : yield* Effect.fork(this.challenges(stop, challenging))
+            : yield* Effect.fork(Caller.run(challenging.caller, this.challenges(stop, challenging.waits)))
           return yield* Deferred.await(stop).pipe(
             // Built when the term ends, not kept on the fiber while it lasts.
             Effect.ensuring(Effect.suspend(() =>
@@ -841,7 +845,9 @@ class Participant implements Elector {
                   Effect.sync(() => {
                     guard.disarm()
                     renewing.cancel()
-                    challenging?.cancel()
+                    renewal.stop()
+                    challenging?.waits.cancel()
+                    challenging?.caller.stop()
                   })
                 )
               )
@@ -956,7 +962,8 @@ class Participant implements Elector {
         const services = fiber.getFiberRef(DefaultServices.currentServices)
         const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
         const waits = Deadlines.waits(clock, fiber.currentScheduler)
-        const loop = this.follow(waits).pipe(
+        const caller = new Caller.Caller()
+        const loop = Caller.run(caller, this.follow(waits)).pipe(
           // Nothing the store or user code does ends the loop; should anything
           // else, say so loudly rather than linger as a silent non-participant.
           // (Interrupting `run` from outside skips this: that is how it stops.)
@@ -978,8 +985,11 @@ class Participant implements Elector {
           Effect.ensuring(
             restore(loop),
             // Built when the loop stops, not kept on the fiber while it runs.
-            Effect.suspend(() =>
-              Effect.zipRight(
+            Effect.suspend(() => {
+              // The call the loop had in flight is abandoned (see caller.ts),
+              // and the withdrawal's call gets a canceller of its own.
+              caller.stop()
+              return Effect.zipRight(
                 this.withdrawal(),
                 Effect.zipRight(
                   Effect.sync(() => {
@@ -989,7 +999,7 @@ class Participant implements Elector {
                   setting(services, annotations)
                 )
               )
-            )
+            })
           )
         )
       })

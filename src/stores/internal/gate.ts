@@ -39,6 +39,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import type * as Scheduler from "effect/Scheduler"
+import * as Caller from "../../internal/caller.js"
 import * as Deadlines from "../../internal/deadlines.js"
 import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
@@ -163,7 +164,7 @@ export interface Connections<C, R, A, E> {
  * timer entry, all of them kept for a while by objects the young generation's
  * collections do not free) keeps this object alone, not the call's work.
  */
-class Call<C, R, A, B, E> implements Waiter {
+class Call<C, R, A, B, E> implements Waiter, Caller.Call {
   /** The slot is free again and the connection, if any, back or destroyed. */
   private settled = false
   private connection: C | undefined = undefined
@@ -171,6 +172,8 @@ class Call<C, R, A, B, E> implements Waiter {
   private timer: Deadlines.Entry | undefined = undefined
   private readonly clock: Clock.Clock
   private readonly scheduler: Scheduler.Scheduler
+  /** The loop that ends this call if it stops waiting (see `internal/caller.ts`); none: Effect's canceller does. */
+  private readonly caller: Caller.Caller | undefined
 
   constructor(
     private readonly connections: Connections<C, R, A, E>,
@@ -183,6 +186,7 @@ class Call<C, R, A, B, E> implements Waiter {
   ) {
     this.clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
     this.scheduler = fiber.currentScheduler
+    this.caller = Caller.of(fiber)
   }
 
   /** Enters the gate; what the caller's interruption runs, unless the call ended already. */
@@ -196,7 +200,10 @@ class Call<C, R, A, B, E> implements Waiter {
     // Answered already, synchronously: no deadline to keep.
     if (this.resume === undefined) return undefined
     this.timer = this.after(connections.timeout, () => this.expired())
-    return Effect.sync(() => this.abandon())
+    const { caller } = this
+    if (caller === undefined) return Effect.sync(() => this.abandon())
+    caller.calling(this)
+    return undefined
   }
 
   admitted(): void {
@@ -243,6 +250,7 @@ class Call<C, R, A, B, E> implements Waiter {
     this.resume = undefined
     this.answer = undefined
     if (this.timer !== undefined) Deadlines.cancel(this.timer)
+    this.caller?.done(this)
   }
 
   private expired(): void {
@@ -253,7 +261,7 @@ class Call<C, R, A, B, E> implements Waiter {
 
   // The caller stopped waiting: a call still queued is withdrawn, and a
   // statement still running keeps its slot, for `grace` at most.
-  private abandon(): void {
+  abandon(): void {
     this.over()
     if (this.settled || this.connections.gate.withdraw(this)) {
       this.request = undefined

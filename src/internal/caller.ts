@@ -1,0 +1,94 @@
+/**
+ * A fiber that makes store calls one after another (an elector's loop, its
+ * renewals) and ends the call it has in flight itself, when it stops,
+ * instead of handing Effect a canceller for every call.
+ *
+ * A canceller costs the call more than it seems: Effect runs the call inside
+ * an uninterruptible region with a handler for the interruption, whose
+ * options are allocated, once V8 has seen a process start in a burst, in the
+ * old generation, and from there hold the call's frames, closures and work
+ * until the next full collection. At 1,000 elections x 3 on PostgreSQL that
+ * was ~1.2 MB promoted a second, half of all promotion (see README, Memory).
+ * A loop is stopped once in its life: whoever stops it does the
+ * canceller's work for all its calls, once.
+ *
+ * Only the fiber that runs as the caller uses it: a fiber forked inside is
+ * not it, and its calls keep their cancellers.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+
+/** A call in flight. */
+export interface Call {
+  /** The caller stopped waiting for it: what its canceller would have done. */
+  readonly abandon: () => void
+}
+
+// Kept on globalThis, like the deadline timers, so that two copies of this
+// module still agree. Not a FiberRef: setting one copies the fiber's map of
+// them, for every loop.
+const callersKey = Symbol.for("effect-leaderelection/callers")
+const callers: WeakMap<Fiber.RuntimeFiber<unknown, unknown>, Caller> =
+  ((globalThis as Record<symbol, WeakMap<Fiber.RuntimeFiber<unknown, unknown>, Caller> | undefined>)[callersKey] ??=
+    new WeakMap())
+
+/** @internal */
+export class Caller {
+  private current: Call | undefined = undefined
+  private fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined = undefined
+
+  /**
+   * Records `call` as the one in flight. One still recorded was given up by
+   * its caller (a fiber waits for one call at a time; only its
+   * interruption, then a finalizer's call, comes in between), and is
+   * abandoned.
+   */
+  calling(call: Call): void {
+    const previous = this.current
+    this.current = call
+    previous?.abandon()
+  }
+
+  /** `call` has its answer, or was abandoned. */
+  done(call: Call): void {
+    if (this.current === call) this.current = undefined
+  }
+
+  /** The loop has stopped: abandons the call in flight, if any, and its fiber's calls get cancellers again. */
+  stop(): void {
+    if (this.fiber !== undefined) callers.delete(this.fiber)
+    this.fiber = undefined
+    const call = this.current
+    this.current = undefined
+    call?.abandon()
+  }
+
+  /** @internal */
+  runOn(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {
+    this.fiber = fiber
+    callers.set(fiber, this)
+  }
+}
+
+/**
+ * The caller that `fiber` runs as, if any.
+ *
+ * @internal
+ */
+export const of = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Caller | undefined => callers.get(fiber)
+
+/**
+ * Runs `effect` on a fiber that is `caller`. Whoever stops it calls
+ * `caller.stop()` once it has stopped, as it takes back the loop's wait
+ * (`Deadlines.Waits`): a finalizer of the loop's own would keep its frames on
+ * the fiber for the loop's whole life.
+ *
+ * @internal
+ */
+export const run = <A, E, R>(caller: Caller, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime<A, E, R>((fiber) => {
+    caller.runOn(fiber)
+    return effect
+  })
