@@ -193,6 +193,8 @@ interface Result {
   readonly leaderlessEnd: number
   readonly leaderlessMax: number
   readonly leaderlessMean: number
+  /** The seconds of the window whose sample found an election without a leader, if any. */
+  readonly leaderlessAt: ReadonlyArray<number>
 }
 
 const percentile = (samples: ReadonlyArray<number>, p: number): number => {
@@ -267,7 +269,8 @@ const measure = async (
     failed: rec.failed,
     leaderlessEnd: leaderless.at(-1) ?? Number.NaN,
     leaderlessMax: Math.max(...leaderless),
-    leaderlessMean: leaderless.reduce((a, b) => a + b, 0) / leaderless.length
+    leaderlessMean: leaderless.reduce((a, b) => a + b, 0) / leaderless.length,
+    leaderlessAt: leaderless.flatMap((count, i) => count > 0 ? [i + 1] : [])
   }
 }
 
@@ -699,7 +702,8 @@ const print = (store: string, results: ReadonlyArray<Result>) => {
     ...Array.from(new Set(results.flatMap((r) => Object.keys(r.failed)))).sort().map((kind) =>
       [`  ${kind}`, (r: Result) => String(r.failed[kind] ?? 0)] as const
     ),
-    ["leaderless elections (end / max / mean)", (r) => `${r.leaderlessEnd} / ${r.leaderlessMax} / ${fixed(r.leaderlessMean)}`]
+    ["leaderless elections (end / max / mean)", (r) => `${r.leaderlessEnd} / ${r.leaderlessMax} / ${fixed(r.leaderlessMean)}`],
+    ["seconds of the window with one", (r) => r.leaderlessAt.length === 0 ? "-" : r.leaderlessAt.join(", ")]
   ]
   const width = Math.max(...rows.map(([label]) => label.length))
   console.log(`\n${store}: ${elections} elections x ${participants}, ${args.timing} timing, pool ${poolSize}`)
