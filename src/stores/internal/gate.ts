@@ -256,7 +256,8 @@ class Call<C, R, A, B, E> implements Waiter, Caller.Call {
   private expired(): void {
     const { resume } = this
     this.abandon()
-    resume?.(Effect.fail(this.connections.failure(this.operation, stackless(() => new OperationTimeout({ timeout: this.connections.timeout })))))
+    const { failure, timeout } = this.connections
+    resume?.(Effect.fail(failure(this.operation, stackless(() => new OperationTimeout({ timeout })))))
   }
 
   // The caller stopped waiting: a call still queued is withdrawn, and a
