@@ -6,7 +6,10 @@ export default defineConfig({
     // packages/cli imports the library by its package name: serve it from src/.
     alias: [
       { find: /^effect-leaderelection$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
-      { find: /^effect-leaderelection\/(.*)$/, replacement: fileURLToPath(new URL("./src/", import.meta.url)) + "$1.ts" }
+      {
+        find: /^effect-leaderelection\/(.*)$/,
+        replacement: fileURLToPath(new URL("./src/", import.meta.url)) + "$1.ts"
+      }
     ]
   },
   test: {

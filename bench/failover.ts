@@ -77,7 +77,12 @@ const target = async (): Promise<Target> => {
     case "throwaway": {
       const topology = await startTopology({ participants })
       await ensureSchema(topology.db.url())
-      return { label: "throwaway PostgreSQL through fault proxies", url: topology.url, store: pgStore, destroy: topology.destroy }
+      return {
+        label: "throwaway PostgreSQL through fault proxies",
+        url: topology.url,
+        store: pgStore,
+        destroy: topology.destroy
+      }
     }
     default:
       throw new Error(`BENCH_DB must be throwaway, pg or mariadb, got ${db}`)
@@ -151,7 +156,9 @@ const main = async (): Promise<void> => {
       const sorted = [...samples].sort((a, b) => a - b)
       const median = percentile(sorted, 50)
       const against = mode === "crash"
-        ? `limit (lease - renewInterval/2 + round trip) ${seconds(limit)}, median/limit ${(median / limit).toFixed(3)}; ` +
+        ? `limit (lease - renewInterval/2 + round trip) ${seconds(limit)}, median/limit ${
+          (median / limit).toFixed(3)
+        }; ` +
           `led after the lease expired by: median ${(percentile(late.sort((a, b) => a - b), 50)).toFixed(1)}ms, max ${
             (late.at(-1) ?? Number.NaN).toFixed(1)
           }ms`

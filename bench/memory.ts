@@ -9,9 +9,9 @@
  *   npm run bench:memory                 # 10s warm-up, 30s measured
  *   BENCH_SECONDS=120 npm run bench:memory
  */
+import { Effect, Fiber, Logger, LogLevel, Option } from "effect"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
-import { Effect, Fiber, Logger, LogLevel, Option } from "effect"
 import * as Elector from "../src/Elector.js"
 import * as Store from "../src/Store.js"
 import * as Granting from "../test/support/GrantingStore.js"

@@ -19,9 +19,9 @@
  *   npm run bench:overhead                        # 100 elections, 5 s warm-up, 10 s measured
  *   BENCH_ELECTIONS=300 BENCH_SECONDS=20 npm run bench:overhead
  */
+import { Duration, Effect, Logger, LogLevel, Stream } from "effect"
 import { performance, PerformanceObserver } from "node:perf_hooks"
 import { GCProfiler, getHeapStatistics } from "node:v8"
-import { Duration, Effect, Logger, LogLevel, Stream } from "effect"
 import * as Elector from "../src/Elector.js"
 import type * as Lease from "../src/Lease.js"
 import { createElector } from "../src/promise.js"
@@ -102,7 +102,9 @@ const makeStore = () => {
         counts.calls++
         const now = Date.now()
         const row = rows.get(name)
-        return row === undefined ? Effect.fail(new Store.NoLease({ name })) : Effect.succeed(lease(name, row, now, null))
+        return row === undefined
+          ? Effect.fail(new Store.NoLease({ name }))
+          : Effect.succeed(lease(name, row, now, null))
       })
   }
   return { store, counts }
@@ -204,9 +206,9 @@ console.log(
     `elections x participants       ${elections} x 3, fast timing, ${measured} s measured after ${warmUp} s`,
     `store calls                    ${result.calls} (${(result.calls / measured).toFixed(0)}/s)`,
     `leaders at the end             ${result.leaders} of ${elections}`,
-    `CPU per store call             ${result.cpuMicros.toFixed(1)} us (process CPU ${(result.cpuShare * 100).toFixed(1)} %, idle ${
-      (idle / 1e4).toFixed(1)
-    } % taken off)`,
+    `CPU per store call             ${result.cpuMicros.toFixed(1)} us (process CPU ${
+      (result.cpuShare * 100).toFixed(1)
+    } %, idle ${(idle / 1e4).toFixed(1)} % taken off)`,
     `allocated per store call       ${(result.bytesPerCall / 1024).toFixed(1)} KiB`,
     `GC share of wall time          ${(result.gcShare * 100).toFixed(2)} %`,
     `changes emitted per renewal    ${result.emissionsPerRenewal.toFixed(2)}`,

@@ -45,11 +45,11 @@
  */
 import { Cause, Duration, Effect, Exit, Logger, LogLevel, Option, Predicate, Scope } from "effect"
 import * as Mysql from "mysql2"
-import * as os from "node:os"
 import { spawn, spawnSync } from "node:child_process"
+import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
+import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
@@ -58,8 +58,8 @@ import * as Elector from "../src/Elector.js"
 import * as AnswersWithin from "../src/internal/answersWithin.js"
 import * as Timing from "../src/internal/timing.js"
 import * as Store from "../src/Store.js"
-import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as MysqlSql from "../src/stores/mysql/statements.js"
+import * as MysqlStore from "../src/stores/MysqlStore.js"
 import { quoteIdentifier } from "../src/stores/pg/config.js"
 import { ddl, lockTimeoutFor, statements } from "../src/stores/pg/sql.js"
 import * as PgStore from "../src/stores/PgStore.js"
@@ -327,7 +327,12 @@ const mysqlRaw = (pool: Mysql.Pool, quoted: string): RawDriver => {
   const promised = pool.promise()
   const rows = (result: unknown) => result as Array<Record<string, unknown>>
   // Like the store on its own pool: the transaction as one multi-statement request.
-  const transaction = async (write: string, writeValues: Array<unknown>, readBack: string, readValues: Array<unknown>) => {
+  const transaction = async (
+    write: string,
+    writeValues: Array<unknown>,
+    readBack: string,
+    readValues: Array<unknown>
+  ) => {
     const [results] = await promised.query(
       ["START TRANSACTION", write, readBack, "COMMIT"].join(";\n"),
       [...writeValues, ...readValues]
@@ -414,8 +419,10 @@ const rawParticipant = (driver: RawDriver, rec: Recorder, name: string, identity
 }
 
 const startRaw = (driver: RawDriver, rec: Recorder, prefix: string) => async (): Promise<Running> => {
-  const all = Array.from({ length: elections }, (_, e) =>
-    Array.from({ length: participants }, (_, p) => rawParticipant(driver, rec, `${prefix}-${e}`, `p${p}`)))
+  const all = Array.from(
+    { length: elections },
+    (_, e) => Array.from({ length: participants }, (_, p) => rawParticipant(driver, rec, `${prefix}-${e}`, `p${p}`))
+  )
   return {
     leaderless: () => all.filter((election) => !election.some((participant) => participant.leads())).length,
     stop: async () => {
@@ -474,15 +481,18 @@ const timedStore = (store: Store.StoreShape, rec: Recorder): Store.StoreShape =>
 
 const startLibrary = (store: Store.StoreShape, rec: Recorder, prefix: string) => async (): Promise<Running> => {
   const scope = Effect.runSync(Scope.make())
-  const configs = Array.from({ length: elections }, (_, e) =>
-    Array.from({ length: participants }, (_, p): Elector.ElectorConfig => ({
-      name: `${prefix}-${e}`,
-      identity: `p${p}`,
-      leaseDuration: Duration.millis(timing.leaseDuration),
-      renewInterval: Duration.millis(timing.renewInterval),
-      retryPeriod: Duration.millis(timing.retryPeriod),
-      operationTimeout: Duration.millis(timing.operationTimeout)
-    }))).flat()
+  const configs = Array.from(
+    { length: elections },
+    (_, e) =>
+      Array.from({ length: participants }, (_, p): Elector.ElectorConfig => ({
+        name: `${prefix}-${e}`,
+        identity: `p${p}`,
+        leaseDuration: Duration.millis(timing.leaseDuration),
+        renewInterval: Duration.millis(timing.renewInterval),
+        retryPeriod: Duration.millis(timing.retryPeriod),
+        operationTimeout: Duration.millis(timing.operationTimeout)
+      }))
+  ).flat()
   const { electors } = await Effect.runPromise(
     Elector.joinAll(configs).pipe(
       Effect.provideService(Store.Store, timedStore(store, rec)),
@@ -631,7 +641,10 @@ const runApart = (store: "pg" | "mysql", phase: Result["phase"]): Promise<Result
     })
   })
 
-const targets = { pg: { label: "PostgreSQL", open: () => pgTarget() }, mysql: { label: "MariaDB", open: () => mysqlTarget() } }
+const targets = {
+  pg: { label: "PostgreSQL", open: () => pgTarget() },
+  mysql: { label: "MariaDB", open: () => mysqlTarget() }
+}
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const outDir = path.join(root, "node_modules", ".cache", "bench-scale")
@@ -691,7 +704,12 @@ const print = (store: string, results: ReadonlyArray<Result>) => {
     ["peak RSS (MB)", (r) => fixed(r.rssMb, 0)],
     ["  first / last minute", (r) => `${fixed(r.rssFirstMb, 0)} / ${fixed(r.rssLastMb, 0)}`],
     ...(args.heap
-      ? [["heap after full GC, start / end (MB)", (r: Result) => `${fixed(r.heapFirstMb)} / ${fixed(r.heapLastMb)}`] as const]
+      ? [
+        [
+          "heap after full GC, start / end (MB)",
+          (r: Result) => `${fixed(r.heapFirstMb)} / ${fixed(r.heapLastMb)}`
+        ] as const
+      ]
       : []),
     ["connections opened (all / in window)", (r) => `${r.connections} / ${r.connectionsInWindow}`],
     ["requests/s (driver queries)", (r) => fixed(r.statementsPerSecond, 0)],
@@ -702,7 +720,10 @@ const print = (store: string, results: ReadonlyArray<Result>) => {
     ...Array.from(new Set(results.flatMap((r) => Object.keys(r.failed)))).sort().map((kind) =>
       [`  ${kind}`, (r: Result) => String(r.failed[kind] ?? 0)] as const
     ),
-    ["leaderless elections (end / max / mean)", (r) => `${r.leaderlessEnd} / ${r.leaderlessMax} / ${fixed(r.leaderlessMean)}`],
+    [
+      "leaderless elections (end / max / mean)",
+      (r) => `${r.leaderlessEnd} / ${r.leaderlessMax} / ${fixed(r.leaderlessMean)}`
+    ],
     ["seconds of the window with one", (r) => r.leaderlessAt.length === 0 ? "-" : r.leaderlessAt.join(", ")]
   ]
   const width = Math.max(...rows.map(([label]) => label.length))
@@ -724,7 +745,9 @@ const main = async () => {
         `; each phase in a process of its own; library logs at Error only`
     )
     console.log(
-      `machine: ${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at start`
+      `machine: ${os.availableParallelism()} cores, load average ${
+        os.loadavg().map((l) => l.toFixed(2)).join(" ")
+      } at start`
     )
   }
   if (!args.child) compile()

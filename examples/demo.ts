@@ -14,9 +14,23 @@
  * DEMO_TABLE picks the table (default leader_election), DEMO_PAUSE_MS how long
  * to watch the fleet between events (default 5000).
  */
-import { randomBytes } from "node:crypto"
 import { NodeRuntime } from "@effect/platform-node"
-import { Clock, Console, Context, Duration, Effect, Exit, Fiber, Layer, Logger, LogLevel, Option, Queue, Scope } from "effect"
+import {
+  Clock,
+  Console,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Logger,
+  LogLevel,
+  Option,
+  Queue,
+  Scope
+} from "effect"
+import { randomBytes } from "node:crypto"
 import { Elector, MemoryStore, Store } from "../src/index.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
@@ -33,7 +47,9 @@ const table = env("DEMO_TABLE") ?? "leader_election"
 const url = env("DATABASE_URL")
 
 /** How each participant gets its store: one shared memory store, or a pool of its own per participant. */
-const storeFor = (url: string | undefined): Effect.Effect<{ readonly label: string; readonly layer: () => Layer.Layer<Store.Store, unknown> }> =>
+const storeFor = (
+  url: string | undefined
+): Effect.Effect<{ readonly label: string; readonly layer: () => Layer.Layer<Store.Store, unknown> }> =>
   Effect.gen(function*() {
     if (url === undefined) {
       const shared = yield* MemoryStore.make()
@@ -43,7 +59,10 @@ const storeFor = (url: string | undefined): Effect.Effect<{ readonly label: stri
     const mysql = scheme === "mysql:" || scheme === "mariadb:"
     const redacted = url.replace(/\/\/[^@/]*@/, "//…@")
     return mysql
-      ? { label: `MySQL/MariaDB at ${redacted}`, layer: () => MysqlStore.layerFromUrl(url, { table, ensureSchema: true }) }
+      ? {
+        label: `MySQL/MariaDB at ${redacted}`,
+        layer: () => MysqlStore.layerFromUrl(url, { table, ensureSchema: true })
+      }
       : { label: `PostgreSQL at ${redacted}`, layer: () => PgStore.layerFromUrl(url, { table, ensureSchema: true }) }
   })
 
@@ -67,7 +86,8 @@ interface Participant {
 const program = Effect.gen(function*() {
   const started = yield* Clock.currentTimeNanos
   const elapsed = (at: bigint) => `${(Number(at - started) / 1e9).toFixed(2).padStart(6)}s`
-  const say = (line: string) => Effect.flatMap(Clock.currentTimeNanos, (now) => Console.log(`[${elapsed(now)}] ${line}`))
+  const say = (line: string) =>
+    Effect.flatMap(Clock.currentTimeNanos, (now) => Console.log(`[${elapsed(now)}] ${line}`))
   const leaders = yield* Queue.unbounded<Event>()
   const { label, layer } = yield* storeFor(url)
   yield* Console.log(`Leader election "${election}" among ${fleetSize} participants on ${label}.`)
@@ -80,9 +100,12 @@ const program = Effect.gen(function*() {
       const store = Context.get(yield* Layer.buildWithScope(layer(), scope), Store.Store)
       let crashed = false
       let stopped = false
-      yield* Scope.addFinalizer(scope, Effect.sync(() => {
-        stopped = true
-      }))
+      yield* Scope.addFinalizer(
+        scope,
+        Effect.sync(() => {
+          stopped = true
+        })
+      )
       const cut = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
         Effect.suspend(() => crashed ? Effect.never : effect)
       const reachable: Store.StoreShape = {
@@ -108,9 +131,12 @@ const program = Effect.gen(function*() {
         fiber,
         scope,
         gone: () => crashed ? "crashed" : stopped ? "stopped" : undefined,
-        crash: Effect.zipRight(Effect.sync(() => {
-          crashed = true
-        }), Fiber.interruptFork(fiber))
+        crash: Effect.zipRight(
+          Effect.sync(() => {
+            crashed = true
+          }),
+          Fiber.interruptFork(fiber)
+        )
       }
     })
 
@@ -131,7 +157,9 @@ const program = Effect.gen(function*() {
           : `${p.identity} follows ${Option.getOrElse(s.leader, () => "nobody")}`))
     yield* say(`fleet: ${views.join(" | ")}`)
   })
-  const watch = Effect.zipRight(Effect.sleep(Duration.millis(Duration.toMillis(pause) / 2)), show).pipe(Effect.repeatN(1))
+  const watch = Effect.zipRight(Effect.sleep(Duration.millis(Duration.toMillis(pause) / 2)), show).pipe(
+    Effect.repeatN(1)
+  )
 
   const first = yield* Queue.take(leaders)
   yield* say(`${first.identity} leads under fence ${first.fence}`)

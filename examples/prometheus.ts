@@ -15,12 +15,12 @@
  *
  * Ctrl-C (or SIGTERM) stops the server and releases the lease.
  */
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { NodeSdk } from "@effect/opentelemetry"
 import { NodeRuntime } from "@effect/platform-node"
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus"
 import { Effect, Layer, Schedule } from "effect"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { Elector, Health, Leadership, MemoryStore } from "../src/index.js"
 
 const exporter = new PrometheusExporter({ preventServerStart: true })

@@ -35,8 +35,8 @@ import type { AlreadyRunning, DuplicateIdentity, IdentityError, InvalidConfig, L
 import * as config from "./internal/config.js"
 import * as internal from "./internal/elector.js"
 import * as job from "./internal/job.js"
-import type * as Job from "./Job.js"
 import * as statusJson from "./internal/status.js"
+import type * as Job from "./Job.js"
 import { Leadership, type LeadershipShape } from "./Leadership.js"
 import type { Candidacy, Store, StoreError, StoreShape } from "./Store.js"
 
@@ -84,7 +84,10 @@ export interface ElectorConfig {
   readonly payload?: Uint8Array | null | undefined
   /** How long a lease stays valid; the worst-case failover after a crash. */
   readonly leaseDuration?: Duration.DurationInput | undefined
-  /** How often the leader extends its lease: never less often; jittered earlier, so that leaders elected together spread out. */
+  /**
+   * How often the leader extends its lease: never less often; jittered earlier, so that leaders elected
+   * together spread out.
+   */
   readonly renewInterval?: Duration.DurationInput | undefined
   /**
    * How often a follower polls; each delay is drawn from [period/2, period). A
@@ -447,7 +450,8 @@ export interface Electors {
  * const tenants = ["acme", "globex", "initech"]
  * const program = Effect.gen(function* () {
  *   const { changes } = yield* Elector.joinAll(tenants.map((tenant) => ({ name: `billing-${tenant}` })))
- *   yield* Stream.runForEach(changes, ({ name, status }) => Effect.log(`${name}: ${status.isLeader ? "leading" : "following"}`))
+ *   yield* Stream.runForEach(changes, ({ name, status }) =>
+ *     Effect.log(`${name}: ${status.isLeader ? "leading" : "following"}`))
  * }).pipe(Effect.scoped, Effect.provide(PgStore.layerFromUrl("postgres://app@db:5432/app", { maxConnections: 4 })))
  * ```
  */
@@ -517,8 +521,7 @@ export const layerConfig = (
   Elector,
   ConfigError.ConfigError | InvalidConfig | IdentityError | DuplicateIdentity | StoreError,
   Store
-> =>
-  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
+> => Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
 
 /**
  * Runs `effect` in every term this participant leads, with the term's
@@ -558,8 +561,7 @@ export const whileLeader = <A, E, R>(
           const ended = yield* Deferred.make<void>()
           yield* Scope.addFinalizer(term.scope, Deferred.succeed(ended, undefined))
           yield* Deferred.await(ended)
-        })
-      )
+        }))
     ))
 
 /**

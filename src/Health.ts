@@ -118,7 +118,10 @@ export class Health extends Context.Tag("effect-leaderelection/Health")<Health, 
  */
 export const make = (elector: ElectorShape, options: HealthOptions = {}): Effect.Effect<HealthShape, InvalidConfig> =>
   Effect.gen(function*() {
-    const maxSilence = yield* duration("maxSilence", options.maxSilence ?? Duration.times(elector.config.leaseDuration, 2))
+    const maxSilence = yield* duration(
+      "maxSilence",
+      options.maxSilence ?? Duration.times(elector.config.leaseDuration, 2)
+    )
     const clock = yield* Effect.clock
     const madeAt = yield* clock.currentTimeMillis
     const check = Effect.gen(function*() {
@@ -215,7 +218,9 @@ export const toNodeListener = (health: HealthShape) => (request: NodeRequest, re
     health.check.pipe(
       Effect.map((report) => send(report.httpStatus, report)),
       Effect.catchAllCause((cause) =>
-        Effect.sync(() => send(500, { state: "unhealthy", reason: `health check failed: ${String(Cause.squash(cause))}` }))
+        Effect.sync(() =>
+          send(500, { state: "unhealthy", reason: `health check failed: ${String(Cause.squash(cause))}` })
+        )
       )
     )
   )

@@ -28,7 +28,8 @@ import { Health, type HealthShape } from "./Health.js"
 export const make = (health: HealthShape): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
   Effect.map(
     health.check,
-    (report) => HttpServerResponse.unsafeJson(report, { status: report.httpStatus, headers: { "cache-control": "no-store" } })
+    (report) =>
+      HttpServerResponse.unsafeJson(report, { status: report.httpStatus, headers: { "cache-control": "no-store" } })
   )
 
 /**

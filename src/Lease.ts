@@ -90,8 +90,7 @@ export const isExpired = (lease: Lease): boolean => lease.expiresAt.getTime() <=
  * Lease.isHeldBy(lease, "api-7f9c-1234-ab12")
  * ```
  */
-export const isHeldBy = (lease: Lease, identity: string): boolean =>
-  lease.holder === identity && !isExpired(lease)
+export const isHeldBy = (lease: Lease, identity: string): boolean => lease.holder === identity && !isExpired(lease)
 
 /**
  * The longest election name, in bytes of UTF-8, that every store holds

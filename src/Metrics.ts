@@ -105,7 +105,9 @@ export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resig
  * import { Metric } from "effect"
  * import { Metrics } from "effect-leaderelection"
  *
- * const expired = Metric.value(Metrics.stepDowns.pipe(Metric.tagged("election", "jobs"), Metric.tagged("reason", "expired")))
+ * const expired = Metric.value(
+ *   Metrics.stepDowns.pipe(Metric.tagged("election", "jobs"), Metric.tagged("reason", "expired"))
+ * )
  * ```
  */
 export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
@@ -126,7 +128,13 @@ export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
  * import { Metric } from "effect"
  * import { Metrics } from "effect-leaderelection"
  *
- * const fatal = Metric.value(Metrics.storeErrors.pipe(Metric.tagged("election", "jobs"), Metric.tagged("operation", "renew"), Metric.tagged("kind", "fatal")))
+ * const fatal = Metric.value(
+ *   Metrics.storeErrors.pipe(
+ *     Metric.tagged("election", "jobs"),
+ *     Metric.tagged("operation", "renew"),
+ *     Metric.tagged("kind", "fatal")
+ *   )
+ * )
  * ```
  */
 export const storeErrors = Metric.counter("leaderelection_store_errors_total", {
@@ -179,7 +187,13 @@ export type Callback = "onStartedLeading" | "onStoppedLeading" | "onNewLeader" |
  * import { Metric } from "effect"
  * import { Metrics } from "effect-leaderelection"
  *
- * const failed = Metric.value(Metrics.callbackFailures.pipe(Metric.tagged("election", "jobs"), Metric.tagged("callback", "onNewLeader"), Metric.tagged("outcome", "defect")))
+ * const failed = Metric.value(
+ *   Metrics.callbackFailures.pipe(
+ *     Metric.tagged("election", "jobs"),
+ *     Metric.tagged("callback", "onNewLeader"),
+ *     Metric.tagged("outcome", "defect")
+ *   )
+ * )
  * ```
  */
 export const callbackFailures = Metric.counter("leaderelection_callback_failures_total", {
@@ -238,7 +252,13 @@ export const storeFatal = Metric.gauge("leaderelection_store_fatal", {
  * import { Metric } from "effect"
  * import { Metrics } from "effect-leaderelection"
  *
- * const runs = Metric.value(Metrics.jobSlots.pipe(Metric.tagged("election", "jobs"), Metric.tagged("job", "nightly"), Metric.tagged("outcome", "completed")))
+ * const runs = Metric.value(
+ *   Metrics.jobSlots.pipe(
+ *     Metric.tagged("election", "jobs"),
+ *     Metric.tagged("job", "nightly"),
+ *     Metric.tagged("outcome", "completed")
+ *   )
+ * )
  * ```
  */
 export const jobSlots = Metric.counter("leaderelection_job_slots_total", {

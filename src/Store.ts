@@ -11,7 +11,7 @@
  */
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as limits from "./internal/limits.js"

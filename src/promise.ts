@@ -17,8 +17,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -380,8 +380,12 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
       ? undefined
       : Effect.suspend(() => settled("onStoppedLeading", invoke(onStoppedLeading), failed("onStoppedLeading"))),
     // Called at once, in order, and never waited for: an observer cannot hold up the election.
-    onNewLeader: onNewLeader === undefined ? undefined : (leader, fence) =>
-      Effect.asVoid(Effect.forkDaemon(settled("onNewLeader", invoke(() => onNewLeader(leader, fence)), failed("onNewLeader"))))
+    onNewLeader: onNewLeader === undefined ?
+      undefined :
+      (leader, fence) =>
+        Effect.asVoid(
+          Effect.forkDaemon(settled("onNewLeader", invoke(() => onNewLeader(leader, fence)), failed("onNewLeader")))
+        )
   }
 
   let state: ElectorState = "stopped"
@@ -579,7 +583,6 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   }
 }
 
-
 /**
  * A store built once and shared by many Promise electors: pass it as
  * `store` to each {@link createElector}. Stopping an elector leaves it open;
@@ -608,7 +611,9 @@ export interface SharedStore extends StoreShape {
  * import { createElector, openStore } from "effect-leaderelection/promise"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
- * const store = await openStore(PgStore.layerFromUrl(process.env.DATABASE_URL!, { ensureSchema: true, maxConnections: 4 }))
+ * const store = await openStore(
+ *   PgStore.layerFromUrl(process.env.DATABASE_URL!, { ensureSchema: true, maxConnections: 4 })
+ * )
  * const electors = ["billing-acme", "billing-globex"].map((name) =>
  *   createElector({ store, name, onStartedLeading: async (signal) => { while (!signal.aborted) await bill(name) } })
  * )

@@ -21,7 +21,12 @@ const timer = Effect.gen(function*() {
   const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
   const fired: Array<string> = []
   const set = (ms: number, expire: () => void) =>
-    Deadlines.schedule(clock, scheduler, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms)), expire)
+    Deadlines.schedule(
+      clock,
+      scheduler,
+      clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.millis(ms)),
+      expire
+    )
   return { fired, set }
 })
 

@@ -369,7 +369,9 @@ describe("Elector", () => {
         name: "jobs",
         identity: "a",
         onStartedLeading: (fence) => Effect.sync(() => events.push(`started ${fence}`)),
-        onStoppedLeading: Effect.sync(() => events.push("stopped")).pipe(Effect.zipRight(Deferred.succeed(stopped, undefined))),
+        onStoppedLeading: Effect.sync(() => events.push("stopped")).pipe(
+          Effect.zipRight(Deferred.succeed(stopped, undefined))
+        ),
         onNewLeader: (identity, fence) => Effect.sync(() => events.push(`leader ${identity} ${fence}`))
       })
       const run = yield* start(elector)
@@ -407,7 +409,10 @@ describe("Elector", () => {
     Effect.gen(function*() {
       const { db } = yield* world
       // A store that grants far less than was asked for.
-      const stingy: Store.StoreShape = { ...db, acquire: (name, id, _ttl, payload) => db.acquire(name, id, Duration.seconds(1), payload) }
+      const stingy: Store.StoreShape = {
+        ...db,
+        acquire: (name, id, _ttl, payload) => db.acquire(name, id, Duration.seconds(1), payload)
+      }
       const elector = yield* participant(stingy, { name: "jobs", identity: "a" })
       yield* start(elector)
       expect(yield* elector.isLeader).toBe(false)
@@ -488,7 +493,9 @@ describe("Elector", () => {
         identity: "a",
         onStartedLeading: () =>
           Effect.never.pipe(
-            Effect.onInterrupt(() => Effect.flatMap(Clock.currentTimeMillis, (now) => Deferred.succeed(interrupted, now)))
+            Effect.onInterrupt(() =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) => Deferred.succeed(interrupted, now))
+            )
           )
       })
       yield* start(elector)

@@ -14,7 +14,6 @@ import * as Gate from "../src/stores/internal/gate.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { Started } from "./support/Started.js"
 
-
 /** Fibers started while a follower polls a lease someone else holds, for 20 s of 1 s polls. */
 const fibersWhilePolling = (within: Duration.DurationInput | undefined) =>
   Effect.gen(function*() {

@@ -55,7 +55,12 @@ describe("Elector config", () => {
 
   it("floors the default margin at one second and retryDelay at 50ms", () => {
     const config = Effect.runSync(
-      Elector.validate({ name: "jobs", leaseDuration: "5 seconds", renewInterval: "100 millis", operationTimeout: "1 second" })
+      Elector.validate({
+        name: "jobs",
+        leaseDuration: "5 seconds",
+        renewInterval: "100 millis",
+        operationTimeout: "1 second"
+      })
     )
     expect(Duration.toMillis(config.safetyMargin)).toBe(1000)
     expect(Duration.toMillis(config.retryDelay)).toBe(50)
@@ -112,7 +117,11 @@ describe("Elector config", () => {
     [{ name: "jobs", disableRelease: "no" }, "disableRelease", "must be a boolean when set, got a string"],
     [{ name: "jobs", onStartedLeading: Effect.void }, "onStartedLeading", "must be a function when set, got an object"],
     [{ name: "jobs", onNewLeader: "log" }, "onNewLeader", "must be a function when set, got a string"],
-    [{ name: "jobs", onStoppedLeading: () => Effect.void }, "onStoppedLeading", "must be an Effect when set, got a function"],
+    [
+      { name: "jobs", onStoppedLeading: () => Effect.void },
+      "onStoppedLeading",
+      "must be an Effect when set, got a function"
+    ],
     // Names and identities the databases would refuse or corrupt.
     [{ name: "jo\u0000bs" }, "name", "must not contain a NUL character"],
     [{ name: "jobs\ud800" }, "name", "must be well-formed Unicode (it contains a lone surrogate)"],
@@ -156,11 +165,14 @@ describe("Elector config", () => {
       "safetyMargin",
       "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (10s) is available"
     ]
-  ] as const).map(([config, field, reason]) => [field, reason, config] as const))("refuses %s: %s", (field, reason, config) => {
-    const error = refuse(config as unknown as Elector.ElectorConfig)
-    expect(error).toMatchObject({ _tag: "InvalidConfig", field, reason })
-    expect(error.message).toBe(`invalid config: ${field}: ${reason}`)
-  })
+  ] as const).map(([config, field, reason]) => [field, reason, config] as const))(
+    "refuses %s: %s",
+    (field, reason, config) => {
+      const error = refuse(config as unknown as Elector.ElectorConfig)
+      expect(error).toMatchObject({ _tag: "InvalidConfig", field, reason })
+      expect(error.message).toBe(`invalid config: ${field}: ${reason}`)
+    }
+  )
 
   it("refuses a config that is not an object", () => {
     expect(refuse(undefined as unknown as Elector.ElectorConfig)).toMatchObject({
@@ -224,7 +236,8 @@ describe("Elector config", () => {
 })
 
 describe("Elector.layerConfig", () => {
-  const env = (vars: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(vars))))
+  const env = (vars: Record<string, string>) =>
+    Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(vars))))
   const build = (layer: Layer.Layer<Elector.Elector, unknown, Store.Store>) =>
     Effect.flatMap(Elector.Elector, (elector) => Effect.succeed(elector.config)).pipe(
       Effect.provide(Layer.provide(layer, MemoryStore.layer()))
@@ -280,7 +293,13 @@ describe("errors", () => {
     expect(new Store.LeaseLost({ name: "jobs", identity: "a", fence: 3n }).message).toBe(
       `lease "jobs" is no longer held by a under fence 3`
     )
-    const coded = new Store.StoreError({ operation: "acquire", retryable: false, reason: "no table", code: "42P01", cause: null })
+    const coded = new Store.StoreError({
+      operation: "acquire",
+      retryable: false,
+      reason: "no table",
+      code: "42P01",
+      cause: null
+    })
     expect(coded.message).toBe("acquire failed (fatal) [42P01]: no table")
   })
 
@@ -295,7 +314,17 @@ describe("errors", () => {
 
 describe("the package barrel", () => {
   it("exposes every module under its name", () => {
-    expect(Object.keys(index).sort()).toEqual(["Elector", "ElectorError", "Health", "Job", "Leadership", "Lease", "MemoryStore", "Metrics", "Store"])
+    expect(Object.keys(index).sort()).toEqual([
+      "Elector",
+      "ElectorError",
+      "Health",
+      "Job",
+      "Leadership",
+      "Lease",
+      "MemoryStore",
+      "Metrics",
+      "Store"
+    ])
     expect(index.Elector.make).toBe(Elector.make)
   })
 })

@@ -1,5 +1,5 @@
-import { expect, it, vi } from "vitest"
 import { Effect } from "effect"
+import { expect, it, vi } from "vitest"
 
 // The randomness source failing must fail identity generation: there is no
 // fallback to a predictable value.

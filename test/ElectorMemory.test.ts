@@ -12,15 +12,15 @@
  * read, its finalizers are one, and its loop's and its term's finalizers are
  * built when they run.
  */
+import { Duration, Effect, Exit, Logger, LogLevel, Scope } from "effect"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
-import { Duration, Effect, Exit, Logger, LogLevel, Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Elector from "../src/Elector.js"
+import { rate, VirtualTime } from "../src/internal/testing/VirtualTime.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Granting from "./support/GrantingStore.js"
-import { rate, VirtualTime } from "../src/internal/testing/VirtualTime.js"
 
 setFlagsFromString("--expose-gc")
 const gc = runInNewContext("gc") as () => void

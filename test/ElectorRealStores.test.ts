@@ -36,49 +36,58 @@ const targets: ReadonlyArray<readonly [string, Target]> = [
     store: (table) => PgStore.layerFromUrl(inject("pgbouncerUrl"), { table, ensureSchema: true, maxConnections: 2 }),
     drop: dropPgTables
   }],
-  ["MariaDB", { store: (table) => MysqlStore.layerFromUrl(mysqlUrl, { table, ensureSchema: true }), drop: dropMysqlTables }]
+  ["MariaDB", {
+    store: (table) => MysqlStore.layerFromUrl(mysqlUrl, { table, ensureSchema: true }),
+    drop: dropMysqlTables
+  }]
 ]
 
 describe.each(targets)("Elector over %s", (_, target) => {
-  it.scopedLive("elects one leader, hands over cleanly under the next fence, never two at once", () =>
-    Effect.gen(function*() {
-      const table = uniqueTable("fleet")
-      yield* Effect.addFinalizer(() => Effect.promise(() => target.drop(table)))
-      const terms: Array<readonly [string, bigint]> = []
-      // Each participant has a store of its own (its own pool), as separate processes would.
-      const fleet = yield* Effect.forEach(["a", "b", "c"], (identity) =>
-        Effect.gen(function*() {
-          const context = yield* Layer.build(target.store(table))
-          const elector = yield* Elector.make({
-            ...timings,
-            identity,
-            onStartedLeading: (fence) => Effect.sync(() => terms.push([identity, fence]))
-          }).pipe(Effect.provide(context))
-          const fiber = yield* Effect.fork(elector.run)
-          return { identity, elector, fiber, context }
-        }))
+  it.scopedLive(
+    "elects one leader, hands over cleanly under the next fence, never two at once",
+    () =>
+      Effect.gen(function*() {
+        const table = uniqueTable("fleet")
+        yield* Effect.addFinalizer(() => Effect.promise(() => target.drop(table)))
+        const terms: Array<readonly [string, bigint]> = []
+        // Each participant has a store of its own (its own pool), as separate processes would.
+        const fleet = yield* Effect.forEach(["a", "b", "c"], (identity) =>
+          Effect.gen(function*() {
+            const context = yield* Layer.build(target.store(table))
+            const elector = yield* Elector.make({
+              ...timings,
+              identity,
+              onStartedLeading: (fence) => Effect.sync(() => terms.push([identity, fence]))
+            }).pipe(Effect.provide(context))
+            const fiber = yield* Effect.fork(elector.run)
+            return { identity, elector, fiber, context }
+          }))
 
-      const sampleUntil = (done: (leading: ReadonlyArray<typeof fleet[number]>) => boolean) =>
-        Effect.gen(function*() {
-          for (let i = 0; i < 500; i++) {
-            const leading = (yield* Effect.all(fleet.map((p) => p.elector.isLeader))).flatMap((leads, j) => leads ? [fleet[j]!] : [])
-            expect(leading.length).toBeLessThanOrEqual(1)
-            if (done(leading)) return leading
-            yield* Effect.sleep("20 millis")
-          }
-          throw new Error("condition not reached within 10s")
-        })
+        const sampleUntil = (done: (leading: ReadonlyArray<typeof fleet[number]>) => boolean) =>
+          Effect.gen(function*() {
+            for (let i = 0; i < 500; i++) {
+              const leading = (yield* Effect.all(fleet.map((p) => p.elector.isLeader))).flatMap((leads, j) =>
+                leads ? [fleet[j]!] : []
+              )
+              expect(leading.length).toBeLessThanOrEqual(1)
+              if (done(leading)) return leading
+              yield* Effect.sleep("20 millis")
+            }
+            throw new Error("condition not reached within 10s")
+          })
 
-      const [first] = yield* sampleUntil((leading) => leading.length === 1)
-      yield* Effect.sleep("1 second") // several renewals: the same term goes on
-      const stillFirst = yield* sampleUntil((leading) => leading.length === 1)
-      expect(stillFirst[0]!.identity).toBe(first!.identity)
-      yield* Fiber.interrupt(first!.fiber)
-      const [second] = yield* sampleUntil((leading) => leading.length === 1 && leading[0] !== first)
-      expect(second!.identity).not.toBe(first!.identity)
-      const fences = terms.map(([, fence]) => fence)
-      expect(fences).toEqual([...fences].sort((x, y) => (x < y ? -1 : 1)))
-      expect(new Set(fences).size).toBe(fences.length)
-      for (const p of fleet) yield* Fiber.interrupt(p.fiber)
-    }), 30_000)
+        const [first] = yield* sampleUntil((leading) => leading.length === 1)
+        yield* Effect.sleep("1 second") // several renewals: the same term goes on
+        const stillFirst = yield* sampleUntil((leading) => leading.length === 1)
+        expect(stillFirst[0]!.identity).toBe(first!.identity)
+        yield* Fiber.interrupt(first!.fiber)
+        const [second] = yield* sampleUntil((leading) => leading.length === 1 && leading[0] !== first)
+        expect(second!.identity).not.toBe(first!.identity)
+        const fences = terms.map(([, fence]) => fence)
+        expect(fences).toEqual([...fences].sort((x, y) => (x < y ? -1 : 1)))
+        expect(new Set(fences).size).toBe(fences.length)
+        for (const p of fleet) yield* Fiber.interrupt(p.fiber)
+      }),
+    30_000
+  )
 })

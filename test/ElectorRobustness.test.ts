@@ -12,10 +12,10 @@ import {
   ExecutionStrategy,
   Exit,
   Fiber,
-  Layer,
-  Logger,
   FiberRef,
   HashSet,
+  Layer,
+  Logger,
   LogLevel,
   Metric,
   Option,
@@ -32,7 +32,10 @@ import * as Faulty from "../src/testing/FaultyStore.js"
 import { steady } from "./support/steady.js"
 
 // The database clock is three days ahead of the local one, as in every unit test.
-const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
+const world = Effect.flatMap(
+  MemoryStore.makeClock({ offset: Duration.days(3) }),
+  (clock) => MemoryStore.make({ clock })
+)
 
 /** An elector in a scope of its own (closed with the test's, at the latest), running; closing it shuts it down. */
 const join = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
@@ -84,7 +87,9 @@ const callbackFailures = (name: string, callback: Metrics.Callback, outcome: str
 
 /** Work that records the local instant it is interrupted at. */
 const interruptedAt = (at: Deferred.Deferred<number>) => () =>
-  Effect.never.pipe(Effect.onInterrupt(() => Effect.flatMap(TestClock.currentTimeMillis, (now) => Deferred.succeed(at, now))))
+  Effect.never.pipe(
+    Effect.onInterrupt(() => Effect.flatMap(TestClock.currentTimeMillis, (now) => Deferred.succeed(at, now)))
+  )
 
 describe("Elector robustness", () => {
   it.scoped("a store whose cancellation outlasts the lease delays neither the step-down nor the shutdown", () =>
@@ -92,7 +97,11 @@ describe("Elector robustness", () => {
       const db = yield* world
       const store = Faulty.make(db)
       const first = yield* Deferred.make<number>()
-      const { elector, scope } = yield* join(store, { name: "jobs", identity: "a", onStartedLeading: interruptedAt(first) })
+      const { elector, scope } = yield* join(store, {
+        name: "jobs",
+        identity: "a",
+        onStartedLeading: interruptedAt(first)
+      })
       store.set(Faulty.slowCancel("60 seconds"), "renew")
       yield* seconds(13.5)
       // Interrupted at the deadline, not once the abandoned renewals finished
@@ -287,7 +296,9 @@ describe("Elector robustness", () => {
     }))
 
   it("onWorkFailure is validated", () => {
-    const refused = Effect.runSync(Effect.flip(Elector.validate({ name: "jobs", onWorkFailure: "retry" as "stepDown" })))
+    const refused = Effect.runSync(
+      Effect.flip(Elector.validate({ name: "jobs", onWorkFailure: "retry" as "stepDown" }))
+    )
     expect(refused.message).toBe(`invalid config: onWorkFailure: must be "stepDown" or "keepLeading", got "retry"`)
   })
 
@@ -324,7 +335,9 @@ describe("Elector robustness", () => {
           Effect.zipRight(
             Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => polls.push(now))),
             failing
-              ? Effect.fail(new Store.StoreError({ operation: "inspect", retryable: true, reason: "shed", cause: undefined }))
+              ? Effect.fail(
+                new Store.StoreError({ operation: "inspect", retryable: true, reason: "shed", cause: undefined })
+              )
               : db.inspect(name)
           )
       }

@@ -25,7 +25,10 @@ const recordingAcquires = (store: Store.StoreShape) => {
   const recorded: Store.StoreShape = {
     ...store,
     acquire: (...args) =>
-      Effect.tap(store.acquire(...args), (lease) => Effect.sync(() => attempts.push({ at: lease.now.getTime(), lease })))
+      Effect.tap(
+        store.acquire(...args),
+        (lease) => Effect.sync(() => attempts.push({ at: lease.now.getTime(), lease }))
+      )
   }
   return { attempts, store: recorded }
 }
@@ -44,7 +47,9 @@ const crash = (rate: number) =>
     const a = yield* Elector.make({ name: "jobs", identity: "a", disableRelease: true }).pipe(
       Effect.provideService(Store.Store, db)
     )
-    const follower = yield* Elector.make({ name: "jobs", identity: "b" }).pipe(Effect.provideService(Store.Store, b.store))
+    const follower = yield* Elector.make({ name: "jobs", identity: "b" }).pipe(
+      Effect.provideService(Store.Store, b.store)
+    )
     const runA = yield* Effect.fork(steady(a.run))
     yield* TestClock.adjust(Duration.millis(1))
     yield* Effect.fork(steady(follower.run))
@@ -111,7 +116,10 @@ describe("renewal schedule", () => {
         const store: Store.StoreShape = {
           ...db,
           renew: (...args) =>
-            Effect.zipRight(Effect.map(Effect.clockWith((c) => c.currentTimeMillis), (ms) => at.push(ms)), db.renew(...args))
+            Effect.zipRight(
+              Effect.map(Effect.clockWith((c) => c.currentTimeMillis), (ms) => at.push(ms)),
+              db.renew(...args)
+            )
         }
         const elector = yield* Elector.make({ name: `jobs-${i}`, identity: "a" }).pipe(
           Effect.provideService(Store.Store, store)

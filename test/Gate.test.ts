@@ -8,9 +8,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, TestClock } from "effect"
 import * as Caller from "../src/internal/caller.js"
+import type { Operation } from "../src/Store.js"
 import * as Gate from "../src/stores/internal/gate.js"
 import { OperationTimeout } from "../src/stores/internal/sqlStore.js"
-import type { Operation } from "../src/Store.js"
 
 interface Connection {
   readonly id: number
@@ -203,7 +203,9 @@ describe("Gate.use on a caller's fiber (internal/caller.ts)", () => {
     Effect.gen(function*() {
       const { call, fake } = setup(2, false)
       const caller = new Caller.Caller()
-      const loop = yield* Effect.fork(Caller.run(caller, Effect.ensuring(call("renew", "one"), Effect.ignore(call("release", "two")))))
+      const loop = yield* Effect.fork(
+        Caller.run(caller, Effect.ensuring(call("renew", "one"), Effect.ignore(call("release", "two"))))
+      )
       yield* Effect.yieldNow()
       yield* Fiber.interruptFork(loop)
       yield* TestClock.adjust(Duration.millis(500))

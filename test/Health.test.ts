@@ -1,19 +1,22 @@
-import { createServer, type RequestListener, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Layer, Option, TestClock } from "effect"
+import { createServer, type RequestListener, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import * as Elector from "../src/Elector.js"
 import * as Health from "../src/Health.js"
 import * as HealthHttpApp from "../src/HealthHttpApp.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
-import { steady } from "./support/steady.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
+import { steady } from "./support/steady.js"
 
 // The database clock is three days ahead of the local one, as in every unit test.
-const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
+const world = Effect.flatMap(
+  MemoryStore.makeClock({ offset: Duration.days(3) }),
+  (clock) => MemoryStore.make({ clock })
+)
 
 let elections = 0
 const election = () => `health-${++elections}`
@@ -196,7 +199,10 @@ describe("Health.toNodeListener over real HTTP", () => {
       const broken = yield* serve(Health.toNodeListener(yield* Health.make(yield* join(store, election(), "c"))))
       const sick = yield* request(broken.url)
       expect(sick.status).toBe(503)
-      expect(JSON.parse(sick.text)).toMatchObject({ state: "unhealthy", reason: expect.stringMatching(/^fatal store error: /) })
+      expect(JSON.parse(sick.text)).toMatchObject({
+        state: "unhealthy",
+        reason: expect.stringMatching(/^fatal store error: /)
+      })
     }))
 
   it.scoped("answers 500 when the check itself dies", () =>

@@ -40,7 +40,9 @@ const participant = (
   config: Partial<Elector.ElectorConfig> = {}
 ) =>
   Effect.gen(function*() {
-    const elector = yield* Elector.make({ ...config, name, identity: who }).pipe(Effect.provideService(Store.Store, store))
+    const elector = yield* Elector.make({ ...config, name, identity: who }).pipe(
+      Effect.provideService(Store.Store, store)
+    )
     const running = yield* Effect.fork(elector.run)
     const job = yield* Effect.fork(
       Elector.schedule("tick", when, (slot) =>
@@ -56,7 +58,11 @@ const seconds = (n: number) => TestClock.adjust(Duration.millis(n * 1000))
 
 const slots = (name: string, outcome: Job.Outcome) =>
   Metric.value(
-    Metrics.jobSlots.pipe(Metric.tagged("election", name), Metric.tagged("job", "tick"), Metric.tagged("outcome", outcome))
+    Metrics.jobSlots.pipe(
+      Metric.tagged("election", name),
+      Metric.tagged("job", "tick"),
+      Metric.tagged("outcome", outcome)
+    )
   ).pipe(Effect.map((state) => state.count))
 
 /** a leads; from `crashAt` its store hangs, so b, which joins then, takes over once the lease runs out. */
@@ -186,7 +192,9 @@ describe("Elector.schedule", () => {
       const { elector } = yield* participant(db, name, "a", runs, "* * * * *", {}, (slot) =>
         slot.at.getTime() === minute(1) ? Effect.fail("boom") : Effect.die("bang"))
       yield* seconds(180)
-      expect(runs.map((run) => run.at)).toEqual([1, 2, 3].map(minute))
+      expect(runs.map((run) =>
+        run.at
+      )).toEqual([1, 2, 3].map(minute))
       expect(yield* slots(name, "failed")).toBe(3)
       expect(yield* elector.fence).toEqual(Option.some(1n))
       expect((yield* db.slots!.last(name, "tick")).slot?.completedAt).not.toBeNull()
@@ -197,8 +205,15 @@ describe("Elector.schedule", () => {
       const db = yield* world
       const name = election()
       const runs: Array<Run> = []
-      yield* participant(db, name, "a", runs, "* * * * *", {}, (slot) =>
-        slot.at.getTime() === minute(1) ? Effect.sleep(Duration.seconds(150)) : Effect.void)
+      yield* participant(
+        db,
+        name,
+        "a",
+        runs,
+        "* * * * *",
+        {},
+        (slot) => slot.at.getTime() === minute(1) ? Effect.sleep(Duration.seconds(150)) : Effect.void
+      )
       yield* seconds(240)
       expect(runs.map((run) => run.at)).toEqual([1, 3, 4].map(minute))
       expect(yield* slots(name, "missed")).toBe(1)
@@ -266,7 +281,9 @@ describe("Elector.schedule", () => {
         Effect.gen(function*() {
           const elector = yield* Elector.make({ name: election() }).pipe(Effect.provideService(Store.Store, store))
           return yield* Effect.flip(
-            Elector.schedule(job, when, () => Effect.void, options).pipe(Effect.provideService(Elector.Elector, elector))
+            Elector.schedule(job, when, () => Effect.void, options).pipe(
+              Effect.provideService(Elector.Elector, elector)
+            )
           )
         }).pipe(Effect.scoped)
       expect(yield* refused(db, "", "* * * * *")).toMatchObject({ _tag: "InvalidConfig", field: "job" })
@@ -277,7 +294,9 @@ describe("Elector.schedule", () => {
       })
       const { slots: _, ...bare } = db
       const error = yield* refused(bare, "j", "* * * * *")
-      expect(error.message).toBe("invalid config: store: does not record job slots (Store.SlotStore): scheduled jobs need one")
+      expect(error.message).toBe(
+        "invalid config: store: does not record job slots (Store.SlotStore): scheduled jobs need one"
+      )
       expect(Either.isLeft(Either.left(error))).toBe(true)
     }))
 
@@ -285,7 +304,8 @@ describe("Elector.schedule", () => {
     Effect.gen(function*() {
       const db = yield* world
       const slotStore = db.slots!
-      const lost = (name: string, identity: string, fence: bigint) => Effect.fail(new Store.LeaseLost({ name, identity, fence }))
+      const lost = (name: string, identity: string, fence: bigint) =>
+        Effect.fail(new Store.LeaseLost({ name, identity, fence }))
       // The origin's claim, then the origin's completion, find the lease lost.
       for (const refusing of ["claim", "complete"] as const) {
         const runs: Array<Run> = []
@@ -309,12 +329,15 @@ describe("Elector.schedule", () => {
         slots: {
           ...slotStore,
           claim: (...args) =>
-            Effect.map(slotStore.claim(...args), (claim) => args[4].getTime() === minute(1) ? { ...claim, claimed: false } : claim)
+            Effect.map(slotStore.claim(...args), (claim) =>
+              args[4].getTime() === minute(1) ? { ...claim, claimed: false } : claim)
         }
       }
       yield* participant(store, name, "a", runs)
       yield* seconds(120)
-      expect(runs.map((run) => run.at)).toEqual([minute(2)])
+      expect(runs.map((run) =>
+        run.at
+      )).toEqual([minute(2)])
       expect(yield* slots(name, "skipped")).toBe(1)
     }))
 
@@ -322,7 +345,9 @@ describe("Elector.schedule", () => {
     Effect.gen(function*() {
       const db = yield* world
       const fences: Array<bigint> = []
-      const elector = yield* Elector.make({ name: election(), identity: "a" }).pipe(Effect.provideService(Store.Store, db))
+      const elector = yield* Elector.make({ name: election(), identity: "a" }).pipe(
+        Effect.provideService(Store.Store, db)
+      )
       yield* Effect.fork(elector.run)
       yield* Effect.fork(
         Elector.schedule("tick", "* * * * *", () => Effect.map(Leadership.fence, (fence) => fences.push(fence))).pipe(

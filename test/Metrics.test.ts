@@ -8,7 +8,10 @@ import * as Faulty from "../src/testing/FaultyStore.js"
 import { steady } from "./support/steady.js"
 
 // The database clock is three days ahead of the local one, as in every unit test.
-const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
+const world = Effect.flatMap(
+  MemoryStore.makeClock({ offset: Duration.days(3) }),
+  (clock) => MemoryStore.make({ clock })
+)
 
 let elections = 0
 /** A fresh election per test: metrics are process-wide, their tags keep the tests apart. */
@@ -125,7 +128,8 @@ describe("Metrics", () => {
         list.filter((s) => !("identity" in s.tags)).map((s) => `${s.metric} ${JSON.stringify(s.tags)}`).sort()
       // stepDowns{reason=shutdown} appeared with the first shutdown; nothing else is new.
       expect(withoutIdentity(after)).toEqual(
-        [...withoutIdentity(before), `leaderelection_step_downs_total {"election":"${name}","reason":"shutdown"}`].sort()
+        [...withoutIdentity(before), `leaderelection_step_downs_total {"election":"${name}","reason":"shutdown"}`]
+          .sort()
       )
       expect(after.filter((s) => "identity" in s.tags)).toHaveLength(2)
     }))
@@ -167,7 +171,9 @@ describe("Metrics", () => {
     const record = <A, E>(effect: Effect.Effect<A, E>) =>
       Effect.gen(function*() {
         const span = yield* Effect.option(Effect.currentSpan)
-        if (Option.isSome(span)) spans.push({ name: span.value.name, attributes: Object.fromEntries(span.value.attributes) })
+        if (Option.isSome(span)) {
+          spans.push({ name: span.value.name, attributes: Object.fromEntries(span.value.attributes) })
+        }
         return yield* effect
       })
     const store: Store.StoreShape = {

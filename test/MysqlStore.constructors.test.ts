@@ -101,7 +101,10 @@ describe("MysqlStore.makeFromPool / layerFromPool", () => {
         Effect.sync(() => MysqlPromise.createPool({ ...server, connectionLimit: 2 })),
         (pool) => Effect.promise(() => pool.end())
       )
-      yield* Effect.provide(roundTrip, MysqlStore.layerFromPool(promisePool.pool, { table: tables.fresh("promise"), ensureSchema: true }))
+      yield* Effect.provide(
+        roundTrip,
+        MysqlStore.layerFromPool(promisePool.pool, { table: tables.fresh("promise"), ensureSchema: true })
+      )
       const [rows] = yield* Effect.promise(() => promisePool.query("SELECT 1 AS one"))
       expect(rows).toEqual([{ one: 1 }])
     }).pipe(Effect.scoped))
@@ -109,7 +112,10 @@ describe("MysqlStore.makeFromPool / layerFromPool", () => {
   it.live("decode their rows whatever the pool's row options", () =>
     Effect.gen(function*() {
       const pool = yield* callerPool({ rowsAsArray: true, nestTables: true })
-      yield* Effect.provide(roundTrip, MysqlStore.layerFromPool(pool, { table: tables.fresh("rows"), ensureSchema: true }))
+      yield* Effect.provide(
+        roundTrip,
+        MysqlStore.layerFromPool(pool, { table: tables.fresh("rows"), ensureSchema: true })
+      )
     }).pipe(Effect.scoped))
 
   it.live("refuse a pool whose connections would garble identities or count changed rows", () =>
@@ -178,7 +184,9 @@ describe("MysqlStore against a hung server: operationTimeout over either pool", 
       // (twice the timeout), then destroys it.
       yield* Effect.sleep(Duration.times(timeout, 2.5))
       // One connection in the pool: had the wedged one gone back, this would hang.
-      const renewed = yield* store.renew(name, "a", lease.fence, Duration.seconds(30), null).pipe(Effect.timeout("5 seconds"))
+      const renewed = yield* store.renew(name, "a", lease.fence, Duration.seconds(30), null).pipe(
+        Effect.timeout("5 seconds")
+      )
       expect(renewed.fence).toBe(lease.fence)
     }).pipe(Effect.scoped))
 
@@ -197,9 +205,15 @@ describe("MysqlStore against a hung server: operationTimeout over either pool", 
         })
         const lease = yield* store.acquire(name, "a", Duration.seconds(30), null)
         proxy.setMode(Mode.sinkhole)
-        const [error, took] = yield* elapsed(Effect.flip(store.renew(name, "a", lease.fence, Duration.seconds(30), null)))
-        const [interrupted, interruptTook] = yield* elapsed(Effect.exit(store.inspect(name).pipe(Effect.timeout("300 millis"))))
-        console.log(`[hang, caller's pool] timed-out renew: ${took} ms; externally interrupted inspect: ${interruptTook} ms`)
+        const [error, took] = yield* elapsed(
+          Effect.flip(store.renew(name, "a", lease.fence, Duration.seconds(30), null))
+        )
+        const [interrupted, interruptTook] = yield* elapsed(
+          Effect.exit(store.inspect(name).pipe(Effect.timeout("300 millis")))
+        )
+        console.log(
+          `[hang, caller's pool] timed-out renew: ${took} ms; externally interrupted inspect: ${interruptTook} ms`
+        )
         expect(error).toMatchObject({ _tag: "StoreError", operation: "renew", retryable: true })
         expect(took).toBeLessThan(Duration.toMillis(timeout) + slackMillis)
         expect(Exit.isFailure(interrupted)).toBe(true)

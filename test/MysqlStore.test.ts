@@ -2,10 +2,10 @@ import { MysqlClient } from "@effect/sql-mysql2"
 import { afterAll, describe, expect, it, vi } from "@effect/vitest"
 import { Context, Duration, Effect, Either, Exit, Fiber, Layer, Redacted } from "effect"
 import * as fc from "fast-check"
-import * as net from "node:net"
 import * as MysqlCallback from "mysql2"
 import * as Mysql from "mysql2/promise"
-import * as ElectorError from "../src/ElectorError.js"
+import * as net from "node:net"
+import type * as ElectorError from "../src/ElectorError.js"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as Sql from "../src/stores/mysql/statements.js"
@@ -124,19 +124,38 @@ describe("MysqlStore takeover statement", () => {
       const modes = String(version!["v"]).includes("MariaDB") ? ["", "SIMULTANEOUS_ASSIGNMENT"] : [""]
       for (const mode of modes) {
         // Session state on this test's own connection only, never the store's.
-        yield* Effect.promise(() => connection.query("SET SESSION sql_mode = CONCAT(@@GLOBAL.sql_mode, ?)", [mode === "" ? "" : `,${mode}`]))
+        yield* Effect.promise(() =>
+          connection.query("SET SESSION sql_mode = CONCAT(@@GLOBAL.sql_mode, ?)", [mode === "" ? "" : `,${mode}`])
+        )
         const name = freshTable(`upsert${mode === "" ? "" : "_sim"}`)
         const quoted = MysqlStore.quoteIdentifier(name)
         yield* Effect.promise(() => connection.query(Sql.createTable(quoted)))
         const upsert = (who: string, payload: number) =>
           Effect.promise(async () => {
             const bytes = Buffer.from([payload])
-            await connection.query(Sql.upsert(quoted), ["e", who, 60_000_000, bytes, who, bytes, who, who, who, 60_000_000])
+            await connection.query(Sql.upsert(quoted), [
+              "e",
+              who,
+              60_000_000,
+              bytes,
+              who,
+              bytes,
+              who,
+              who,
+              who,
+              60_000_000
+            ])
             const [[row]] = await connection.query<Array<Mysql.RowDataPacket>>(
               `SELECT CAST(holder AS CHAR) AS holder, fence, HEX(payload) AS payload, acquired_at = renewed_at AS fresh, ` +
                 `expires_at > UTC_TIMESTAMP(6) AS valid FROM ${quoted} WHERE name = 'e'`
             )
-            return { holder: row!["holder"], fence: Number(row!["fence"]), payload: row!["payload"], fresh: row!["fresh"], valid: row!["valid"] }
+            return {
+              holder: row!["holder"],
+              fence: Number(row!["fence"]),
+              payload: row!["payload"],
+              fresh: row!["fresh"],
+              valid: row!["valid"]
+            }
           })
         const expire = Effect.promise(() =>
           connection.query(`UPDATE ${quoted} SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE name = 'e'`)
@@ -221,8 +240,7 @@ describe("MysqlStore identifier quoting", () => {
 })
 
 describe("MysqlStore configuration", () => {
-  const configError = (layer: Layer.Layer<Store.Store, unknown>) =>
-    Effect.flip(Effect.provide(Store.Store, layer))
+  const configError = (layer: Layer.Layer<Store.Store, unknown>) => Effect.flip(Effect.provide(Store.Store, layer))
 
   it.effect("bad URLs and options are refused with field and reason, without leaking the password", () =>
     Effect.gen(function*() {
@@ -265,15 +283,17 @@ describe("MysqlStore configuration", () => {
       const lease = yield* store.acquire(uniqueName("client"), "a", Duration.seconds(10), null)
       expect(lease.holder).toBe("a")
     }).pipe(
-      Effect.provide(MysqlStore.layer({ table, ensureSchema: true }).pipe(
-        Layer.provide(MysqlClient.layer({
-          host: "127.0.0.1",
-          port: 3306,
-          username: "root",
-          password: Redacted.make(""),
-          database: "test"
-        }))
-      ))
+      Effect.provide(
+        MysqlStore.layer({ table, ensureSchema: true }).pipe(
+          Layer.provide(MysqlClient.layer({
+            host: "127.0.0.1",
+            port: 3306,
+            username: "root",
+            password: Redacted.make(""),
+            database: "test"
+          }))
+        )
+      )
     ))
 })
 
@@ -366,7 +386,11 @@ describe("MysqlStore statement path", () => {
       const execute = vi.spyOn(base, "execute")
       const prepare = vi.spyOn(base, "prepare")
       yield* Effect.addFinalizer(() => Effect.sync(() => vi.restoreAllMocks()))
-      const count = () => ({ query: query.mock.calls.length, execute: execute.mock.calls.length, prepare: prepare.mock.calls.length })
+      const count = () => ({
+        query: query.mock.calls.length,
+        execute: execute.mock.calls.length,
+        prepare: prepare.mock.calls.length
+      })
 
       const store = yield* MysqlStore.make({ table, ensureSchema: true })
       const before = count()
@@ -467,7 +491,12 @@ describe("MysqlStore against a server that stops answering", () => {
       const proxied = `mysql://root@127.0.0.1:${proxy.port}/test`
       const store = yield* Effect.map(
         Layer.build(
-          MysqlStore.layerFromUrl(proxied, { table, ensureSchema: true, maxConnections: 2, connectTimeout: "2 seconds" })
+          MysqlStore.layerFromUrl(proxied, {
+            table,
+            ensureSchema: true,
+            maxConnections: 2,
+            connectTimeout: "2 seconds"
+          })
         ),
         Context.get(Store.Store)
       )
@@ -476,7 +505,9 @@ describe("MysqlStore against a server that stops answering", () => {
       const timeout = Duration.seconds(1)
 
       proxy.setMode(Mode.blackhole)
-      const one = yield* timed(store.renew(name, "a", lease.fence, Duration.seconds(30), null).pipe(Effect.timeout(timeout)))
+      const one = yield* timed(
+        store.renew(name, "a", lease.fence, Duration.seconds(30), null).pipe(Effect.timeout(timeout))
+      )
       // More interrupted calls than the pool has connections, all at once.
       const many = yield* timed(
         Effect.all(
@@ -513,10 +544,14 @@ describe("MysqlStore against a server that stops answering", () => {
         proxy.resetConnections()
         return { hung, after }
       }).pipe(
-        Effect.provide(MysqlClient.layer({ url: Redacted.make(`mysql://root@127.0.0.1:${proxy.port}/test`), maxConnections: 1 }))
+        Effect.provide(
+          MysqlClient.layer({ url: Redacted.make(`mysql://root@127.0.0.1:${proxy.port}/test`), maxConnections: 1 })
+        )
       )
-      console.log(`[hang] stock client: interrupted query ${result.hung.millis} ms; next query after healing: ` +
-        `${Exit.isSuccess(result.after.exit) ? "succeeded" : "timed out"} after ${result.after.millis} ms`)
+      console.log(
+        `[hang] stock client: interrupted query ${result.hung.millis} ms; next query after healing: ` +
+          `${Exit.isSuccess(result.after.exit) ? "succeeded" : "timed out"} after ${result.after.millis} ms`
+      )
       expect(Exit.isFailure(result.after.exit)).toBe(true)
     }))
 

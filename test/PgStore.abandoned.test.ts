@@ -7,9 +7,9 @@
  * in a row overflowed the stack (seen in `bench:scale`, 1,000 elections x 3,
  * as "RangeError: Maximum call stack size exceeded" in pg-pool's release).
  */
-import { afterAll, describe, expect, it } from "vitest"
 import { Duration, Effect } from "effect"
 import pg from "pg"
+import { afterAll, describe, expect, it } from "vitest"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
 import { dropPgTables } from "./support/tables.js"

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "@effect/vitest"
 import { SqlError } from "@effect/sql/SqlError"
+import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either } from "effect"
 import pg from "pg"
 import * as ElectorError from "../src/ElectorError.js"
@@ -82,8 +82,11 @@ describe("PgStore.classify", () => {
 })
 
 describe("PgStore errors from real servers", () => {
-  const failure = <A>(url: string, options: PgStore.PgStoreUrlOptions, f: (store: Store.StoreShape) => Effect.Effect<A, unknown>) =>
-    Effect.flip(Effect.flatMap(Store.Store, f).pipe(Effect.provide(PgStore.layerFromUrl(url, options))))
+  const failure = <A>(
+    url: string,
+    options: PgStore.PgStoreUrlOptions,
+    f: (store: Store.StoreShape) => Effect.Effect<A, unknown>
+  ) => Effect.flip(Effect.flatMap(Store.Store, f).pipe(Effect.provide(PgStore.layerFromUrl(url, options))))
 
   it.live("a missing table is fatal (42P01)", () =>
     Effect.gen(function*() {

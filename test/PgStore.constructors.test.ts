@@ -68,7 +68,11 @@ describe("PgStore.make from the PgClient in context", () => {
     Effect.gen(function*() {
       const url = new URL(directUrl)
       const lease = yield* Effect.gen(function*() {
-        const store = yield* PgStore.make({ table: tables.fresh("client_fields"), ensureSchema: true, maxConnections: 1 })
+        const store = yield* PgStore.make({
+          table: tables.fresh("client_fields"),
+          ensureSchema: true,
+          maxConnections: 1
+        })
         return yield* whileClientBusy(yield* PgClient.PgClient, store)
       }).pipe(
         Effect.scoped,

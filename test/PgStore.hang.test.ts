@@ -11,16 +11,16 @@
  * destroys it; the next call here comes after that grace.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { inject } from "vitest"
 import { Clock, Context, Duration, Effect, Fiber, Layer } from "effect"
 import pg from "pg"
+import { inject } from "vitest"
 import * as Store from "../src/Store.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { uniqueName } from "../src/testing/StoreSuite.js"
-import { directUrl, uniqueTable } from "./support/databases.js"
-import { dropPgTables } from "./support/tables.js"
 import { type FaultProxy, Mode } from "./chaos/harness/FaultProxy.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
+import { directUrl, uniqueTable } from "./support/databases.js"
+import { dropPgTables } from "./support/tables.js"
 
 const table = uniqueTable("hang")
 afterAll(() => dropPgTables(table))
@@ -77,38 +77,56 @@ const cases = targets.flatMap(([label, target]) => kinds.map((kind) => [label, k
 
 describe.each(cases)("PgStore against a hung server (%s, over %s)", (label, kind, target) => {
   it.live("a timed-out call returns at about its timeout, and the next call, after the grace, gets a fresh connection", () =>
-    withProxy(target, kind, { operationTimeout: timeout, ensureSchema: true }, (store, proxy) =>
-      Effect.gen(function*() {
-        const name = uniqueName("hang-timeout")
-        const lease = yield* store.acquire(name, "a", Duration.seconds(30), null)
-        proxy.setMode(Mode.sinkhole)
-        const [error, took] = yield* elapsed(Effect.flip(store.renew(name, "a", lease.fence, Duration.seconds(30), null)))
-        console.log(`[${label}, ${kind}] timed-out renew gave control back after ${Duration.format(took)} (timeout ${Duration.format(timeout)})`)
-        expect(error).toMatchObject({ _tag: "StoreError", operation: "renew", retryable: true })
-        expect(Duration.lessThan(took, Duration.sum(timeout, slack))).toBe(true)
-        proxy.setMode(Mode.pass)
-        yield* Effect.sleep(pastGrace)
-        const [renewed, next] = yield* elapsed(store.renew(name, "a", lease.fence, Duration.seconds(30), null))
-        console.log(`[${label}, ${kind}] the next renew, after the path healed, succeeded in ${Duration.format(next)}`)
-        expect(renewed.fence).toBe(lease.fence)
-      })))
+    withProxy(
+      target,
+      kind,
+      { operationTimeout: timeout, ensureSchema: true },
+      (store, proxy) =>
+        Effect.gen(function*() {
+          const name = uniqueName("hang-timeout")
+          const lease = yield* store.acquire(name, "a", Duration.seconds(30), null)
+          proxy.setMode(Mode.sinkhole)
+          const [error, took] = yield* elapsed(
+            Effect.flip(store.renew(name, "a", lease.fence, Duration.seconds(30), null))
+          )
+          console.log(
+            `[${label}, ${kind}] timed-out renew gave control back after ${Duration.format(took)} (timeout ${
+              Duration.format(timeout)
+            })`
+          )
+          expect(error).toMatchObject({ _tag: "StoreError", operation: "renew", retryable: true })
+          expect(Duration.lessThan(took, Duration.sum(timeout, slack))).toBe(true)
+          proxy.setMode(Mode.pass)
+          yield* Effect.sleep(pastGrace)
+          const [renewed, next] = yield* elapsed(store.renew(name, "a", lease.fence, Duration.seconds(30), null))
+          console.log(
+            `[${label}, ${kind}] the next renew, after the path healed, succeeded in ${Duration.format(next)}`
+          )
+          expect(renewed.fence).toBe(lease.fence)
+        })
+    ))
 
   it.live("an interrupted call gives control back at once, and the next call, after the grace, gets a fresh connection", () =>
-    withProxy(target, kind, { operationTimeout: timeout, ensureSchema: true }, (store, proxy) =>
-      Effect.gen(function*() {
-        const name = uniqueName("hang-interrupt")
-        yield* store.acquire(name, "a", Duration.seconds(30), null)
-        proxy.setMode(Mode.sinkhole)
-        const fiber = yield* Effect.fork(store.inspect(name))
-        yield* Effect.sleep("300 millis")
-        const [, took] = yield* elapsed(Fiber.interrupt(fiber))
-        console.log(`[${label}, ${kind}] interrupting a hung inspect took ${Duration.format(took)}`)
-        expect(Duration.lessThan(took, slack)).toBe(true)
-        proxy.setMode(Mode.pass)
-        yield* Effect.sleep(pastGrace)
-        const lease = yield* store.inspect(name).pipe(Effect.timeout("5 seconds"))
-        expect(lease.holder).toBe("a")
-      })))
+    withProxy(
+      target,
+      kind,
+      { operationTimeout: timeout, ensureSchema: true },
+      (store, proxy) =>
+        Effect.gen(function*() {
+          const name = uniqueName("hang-interrupt")
+          yield* store.acquire(name, "a", Duration.seconds(30), null)
+          proxy.setMode(Mode.sinkhole)
+          const fiber = yield* Effect.fork(store.inspect(name))
+          yield* Effect.sleep("300 millis")
+          const [, took] = yield* elapsed(Fiber.interrupt(fiber))
+          console.log(`[${label}, ${kind}] interrupting a hung inspect took ${Duration.format(took)}`)
+          expect(Duration.lessThan(took, slack)).toBe(true)
+          proxy.setMode(Mode.pass)
+          yield* Effect.sleep(pastGrace)
+          const lease = yield* store.inspect(name).pipe(Effect.timeout("5 seconds"))
+          expect(lease.holder).toBe("a")
+        })
+    ))
 
   it.live("a call stuck while connecting returns at its timeout; the abandoned connect is cleaned up", () =>
     withProxy(target, kind, { operationTimeout: timeout }, (store, proxy) =>
@@ -140,7 +158,9 @@ describe.each(targets)("PgStore over the caller's pool, against a hung server (%
         const store = yield* PgStore.makeFromPool(pool, { table, operationTimeout: timeout, ensureSchema: true })
         const lease = yield* store.acquire(name, "a", Duration.seconds(30), null)
         proxy.setMode(Mode.sinkhole)
-        const [error, took] = yield* elapsed(Effect.flip(store.renew(name, "a", lease.fence, Duration.seconds(30), null)))
+        const [error, took] = yield* elapsed(
+          Effect.flip(store.renew(name, "a", lease.fence, Duration.seconds(30), null))
+        )
         console.log(`[${label}, caller's pool] timed-out renew gave control back after ${Duration.format(took)}`)
         expect(error).toMatchObject({ _tag: "StoreError", operation: "renew", retryable: true })
         expect(error.cause).toMatchObject({ _tag: "OperationTimeout" })

@@ -6,9 +6,9 @@
  * connection and left the healthy elections of the same table leaderless
  * (found by the soak layer's broken-neighbour scenario).
  */
-import { afterAll, describe, expect, it } from "vitest"
 import { Duration, Effect } from "effect"
 import pg from "pg"
+import { afterAll, describe, expect, it } from "vitest"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
 import { dropPgTables } from "./support/tables.js"

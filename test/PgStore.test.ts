@@ -9,8 +9,8 @@ import * as PgStore from "../src/stores/PgStore.js"
 import { StoreSuite } from "../src/testing.js"
 
 const { uniqueName } = StoreSuite
-import { directUrl, uniqueTable } from "./support/databases.js"
 import { proxyScoped } from "./chaos/harness/scoped.js"
+import { directUrl, uniqueTable } from "./support/databases.js"
 import { dropPgTables } from "./support/tables.js"
 import { frontendMessages } from "./support/wire.js"
 
@@ -83,15 +83,19 @@ describe("PgStore transaction-pooling safety", () => {
       })
       const table = uniqueTable("wire")
       dropped.push(table)
-      yield* withStore(proxy.via(directUrl), { table, ensureSchema: true, maxConnections: 3 }, (store) =>
-        Effect.gen(function*() {
-          const name = uniqueName("wire")
-          const lease = yield* store.acquire(name, "a", Duration.seconds(30), new Uint8Array([1]))
-          yield* store.renew(name, "a", lease.fence, Duration.seconds(30), null)
-          yield* store.inspect(name)
-          yield* store.release(name, "a", lease.fence)
-          yield* Effect.all(Array.from({ length: 6 }, () => store.inspect(name)), { concurrency: "unbounded" })
-        }))
+      yield* withStore(
+        proxy.via(directUrl),
+        { table, ensureSchema: true, maxConnections: 3 },
+        (store) =>
+          Effect.gen(function*() {
+            const name = uniqueName("wire")
+            const lease = yield* store.acquire(name, "a", Duration.seconds(30), new Uint8Array([1]))
+            yield* store.renew(name, "a", lease.fence, Duration.seconds(30), null)
+            yield* store.inspect(name)
+            yield* store.release(name, "a", lease.fence)
+            yield* Effect.all(Array.from({ length: 6 }, () => store.inspect(name)), { concurrency: "unbounded" })
+          })
+      )
       const storeMessages = sent().flatMap(frontendMessages)
       const named = storeMessages.filter((m) => m.statement !== undefined && m.statement !== "")
       expect(storeMessages.filter((m) => m.type === "P").length).toBeGreaterThanOrEqual(10)
@@ -136,9 +140,14 @@ describe("PgStore schema", () => {
       message: "invalid config: table: must not be empty"
     })
     expect(refused("a\u0000b", "t")).toMatchObject({ field: "schema", reason: "must not contain a NUL character" })
-    expect(refused("", "x".repeat(64))).toMatchObject({ field: "table", reason: "must be at most 63 bytes of UTF-8, got 64" })
+    expect(refused("", "x".repeat(64))).toMatchObject({
+      field: "table",
+      reason: "must be at most 63 bytes of UTF-8, got 64"
+    })
     expect(refused("", "é".repeat(32))).toMatchObject({ reason: "must be at most 63 bytes of UTF-8, got 64" })
-    expect(refused("", "\ud800")).toMatchObject({ reason: "must be well-formed Unicode (it contains a lone surrogate)" })
+    expect(refused("", "\ud800")).toMatchObject({
+      reason: "must be well-formed Unicode (it contains a lone surrogate)"
+    })
     expect(refused("", "x".repeat(63))).toBeUndefined()
   })
 
@@ -170,8 +179,7 @@ describe("PgStore schema", () => {
             expect(rows[0]!.parts).toEqual([value])
           }),
           { numRuns: 500 }
-        )
-      )
+        ))
     ))
 
   it.live("a quoted name really creates that exact table, in a custom schema, and the store works on it", () =>
@@ -209,8 +217,7 @@ describe("PgStore schema", () => {
           Effect.provide(
             Effect.void,
             PgStore.layerFromUrl(directUrl, { table, ensureSchema: true, maxConnections: 1 })
-          )
-        ),
+          )),
         { concurrency: "unbounded" }
       )
       yield* Effect.provide(Effect.void, PgStore.layerFromUrl(directUrl, { table, ensureSchema: true }))
@@ -243,7 +250,8 @@ describe("PgStore schema", () => {
       const table = `${uniqueTable("Custom")} "odd"`
       dropped.push(table)
       const name = uniqueName("custom")
-      yield* withStore(directUrl, { table, ensureSchema: true }, (store) => store.acquire(name, "a", Duration.seconds(30), null))
+      yield* withStore(directUrl, { table, ensureSchema: true }, (store) =>
+        store.acquire(name, "a", Duration.seconds(30), null))
       const { rows } = yield* sql(`select holder from ${PgStore.quoteIdentifier(table)} where name = $1`, [name])
       expect(rows).toEqual([{ holder: "a" }])
     }))
@@ -271,9 +279,10 @@ describe("PgStore over a caller's pool", () => {
       const table = uniqueTable("pool")
       dropped.push(table)
       const name = uniqueName("pool")
-      const lease = yield* Effect.flatMap(Store.Store, (store) => store.acquire(name, "a", Duration.seconds(30), null)).pipe(
-        Effect.provide(PgStore.layerFromPool(pool, { table, ensureSchema: true }))
-      )
+      const lease = yield* Effect.flatMap(Store.Store, (store) => store.acquire(name, "a", Duration.seconds(30), null))
+        .pipe(
+          Effect.provide(PgStore.layerFromPool(pool, { table, ensureSchema: true }))
+        )
       expect(lease.fence).toBe(1n)
       const store = yield* PgStore.makeFromPool(pool, { table })
       expect(store.table).toBe(PgStore.quoteIdentifier(table))

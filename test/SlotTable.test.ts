@@ -35,7 +35,9 @@ describe("job slot tables", () => {
       const mysql = Mysql.createPool({ host: "127.0.0.1", user: "root", database: "test" })
       yield* Effect.addFinalizer(() => Effect.promise(() => new Promise<void>((resolve) => mysql.end(() => resolve()))))
       expect((yield* MysqlStore.makeFromPool(mysql, { table: "le" })).slotTable).toBe("`le_slots`")
-      expect(yield* Effect.flip(MysqlStore.makeFromPool(mysql, { slotTable: "x".repeat(65) }))).toMatchObject({ field: "slotTable" })
+      expect(yield* Effect.flip(MysqlStore.makeFromPool(mysql, { slotTable: "x".repeat(65) }))).toMatchObject({
+        field: "slotTable"
+      })
     }))
 
   it.scoped("a table whose default slot table name is too long still elects, and records no slots", () =>

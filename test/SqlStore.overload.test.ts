@@ -41,7 +41,11 @@ const lease = Duration.seconds(30)
 
 interface Target {
   readonly port: number
-  readonly store: (proxy: FaultProxy, maxConnections: number, ensureSchema?: boolean) => Layer.Layer<Store.Store, unknown>
+  readonly store: (
+    proxy: FaultProxy,
+    maxConnections: number,
+    ensureSchema?: boolean
+  ) => Layer.Layer<Store.Store, unknown>
 }
 
 const targets: ReadonlyArray<readonly [string, Target]> = [
@@ -74,119 +78,146 @@ const shed = (result: Either.Either<unknown, unknown>): boolean =>
   (result.left.cause as { readonly _tag?: string } | undefined)?._tag === "Saturated"
 
 describe.each(targets)("%s store past its capacity", (label, target) => {
-  it.scopedLive("closing the store while a silent connection is still out does not wait for it", () =>
-    Effect.gen(function*() {
-      const proxy = yield* proxyScoped({ targetPort: target.port })
-      const name = uniqueName("overload-close")
-      const closed = yield* Effect.gen(function*() {
-        const store = yield* Effect.map(Layer.build(target.store(proxy, 1)), Context.get(Store.Store))
+  it.scopedLive(
+    "closing the store while a silent connection is still out does not wait for it",
+    () =>
+      Effect.gen(function*() {
+        const proxy = yield* proxyScoped({ targetPort: target.port })
+        const name = uniqueName("overload-close")
+        const closed = yield* Effect.gen(function*() {
+          const store = yield* Effect.map(Layer.build(target.store(proxy, 1)), Context.get(Store.Store))
+          const held = yield* store.acquire(name, "a", lease, null)
+          proxy.setMode(Mode.sinkhole)
+          // Gives up at its deadline; its connection stays out, waiting for an answer that never comes.
+          yield* Effect.flip(store.renew(name, "a", held.fence, lease, null))
+        }).pipe(Effect.scoped, Effect.timeout("5 seconds"), Effect.option)
+        expect(closed._tag).toBe("Some")
+      }),
+    30_000
+  )
+
+  it.scopedLive(
+    "a connection that opens after its caller gave up goes into the pool, not away",
+    () =>
+      Effect.gen(function*() {
+        const proxy = yield* proxyScoped({ targetPort: target.port })
+        // The table first, on a pool that is gone again before the test starts.
+        yield* Effect.scoped(Layer.build(target.store(proxy, 1)))
+        const store = yield* Effect.map(Layer.build(target.store(proxy, 1, false)), Context.get(Store.Store))
+        const name = uniqueName("overload-late-connect")
+        // The handshake's bytes are held, then delivered: the call gives up
+        // while connecting, and the connection opens after it did.
+        proxy.setMode(Mode.blackhole)
+        const gaveUp = yield* Effect.flip(store.inspect(name))
+        expect(gaveUp).toMatchObject({ _tag: "StoreError", retryable: true })
+        proxy.setMode(Mode.pass)
+        yield* Effect.sleep(operationTimeout)
+        for (let i = 0; i < 3; i++) {
+          expect(yield* Effect.flip(store.inspect(name))).toMatchObject({ _tag: "NoLease" })
+        }
+        // One for the table, one that opened late and serves every call since.
+        expect(proxy.stats().connectionsAccepted).toBe(2)
+      }),
+    30_000
+  )
+
+  it.scopedLive(
+    "calls that overrun keep their connections; polls are shed, renewals are not",
+    () =>
+      Effect.gen(function*() {
+        const { proxy, store } = yield* storeVia(target, 1)
+        const name = uniqueName("overload-shed")
         const held = yield* store.acquire(name, "a", lease, null)
-        proxy.setMode(Mode.sinkhole)
-        // Gives up at its deadline; its connection stays out, waiting for an answer that never comes.
-        yield* Effect.flip(store.renew(name, "a", held.fence, lease, null))
-      }).pipe(Effect.scoped, Effect.timeout("5 seconds"), Effect.option)
-      expect(closed._tag).toBe("Some")
-    }), 30_000)
-
-  it.scopedLive("a connection that opens after its caller gave up goes into the pool, not away", () =>
-    Effect.gen(function*() {
-      const proxy = yield* proxyScoped({ targetPort: target.port })
-      // The table first, on a pool that is gone again before the test starts.
-      yield* Effect.scoped(Layer.build(target.store(proxy, 1)))
-      const store = yield* Effect.map(Layer.build(target.store(proxy, 1, false)), Context.get(Store.Store))
-      const name = uniqueName("overload-late-connect")
-      // The handshake's bytes are held, then delivered: the call gives up
-      // while connecting, and the connection opens after it did.
-      proxy.setMode(Mode.blackhole)
-      const gaveUp = yield* Effect.flip(store.inspect(name))
-      expect(gaveUp).toMatchObject({ _tag: "StoreError", retryable: true })
-      proxy.setMode(Mode.pass)
-      yield* Effect.sleep(operationTimeout)
-      for (let i = 0; i < 3; i++) {
-        expect(yield* Effect.flip(store.inspect(name))).toMatchObject({ _tag: "NoLease" })
-      }
-      // One for the table, one that opened late and serves every call since.
-      expect(proxy.stats().connectionsAccepted).toBe(2)
-    }), 30_000)
-
-  it.scopedLive("calls that overrun keep their connections; polls are shed, renewals are not", () =>
-    Effect.gen(function*() {
-      const { proxy, store } = yield* storeVia(target, 1)
-      const name = uniqueName("overload-shed")
-      const held = yield* store.acquire(name, "a", lease, null)
-      proxy.setMode(slow)
-      // One connection: one call runs, two polls wait, the other polls are
-      // shed at once; the renewal waits ahead of the waiting polls.
-      const results = yield* Effect.all(
-        [
-          ...Array.from({ length: 6 }, () => Effect.either(store.inspect(name))),
-          Effect.either(store.renew(name, "a", held.fence, lease, null))
-        ],
-        { concurrency: "unbounded" }
-      )
-      const renewal = results[6]!
-      expect(results.filter(shed)).toHaveLength(3)
-      expect(shed(renewal)).toBe(false)
-      // Round after round of calls that all overrun their deadline.
-      for (let round = 0; round < 5; round++) {
-        const overran = yield* Effect.all(
-          Array.from({ length: 3 }, () => Effect.either(store.renew(name, "a", held.fence, lease, null))),
+        proxy.setMode(slow)
+        // One connection: one call runs, two polls wait, the other polls are
+        // shed at once; the renewal waits ahead of the waiting polls.
+        const results = yield* Effect.all(
+          [
+            ...Array.from({ length: 6 }, () => Effect.either(store.inspect(name))),
+            Effect.either(store.renew(name, "a", held.fence, lease, null))
+          ],
           { concurrency: "unbounded" }
         )
-        expect(overran.every(Either.isLeft)).toBe(true)
-      }
-      proxy.setMode(Mode.pass)
-      // The late answers arrive within the grace and the connection goes back to the pool.
-      yield* Effect.sleep(Duration.times(operationTimeout, 3))
-      const renewed = yield* store.renew(name, "a", held.fence, lease, null)
-      expect(renewed.fence).toBe(held.fence)
-      expect(proxy.stats().connectionsAccepted).toBe(1)
-    }), 30_000)
+        const renewal = results[6]!
+        expect(results.filter(shed)).toHaveLength(3)
+        expect(shed(renewal)).toBe(false)
+        // Round after round of calls that all overrun their deadline.
+        for (let round = 0; round < 5; round++) {
+          const overran = yield* Effect.all(
+            Array.from({ length: 3 }, () => Effect.either(store.renew(name, "a", held.fence, lease, null))),
+            { concurrency: "unbounded" }
+          )
+          expect(overran.every(Either.isLeft)).toBe(true)
+        }
+        proxy.setMode(Mode.pass)
+        // The late answers arrive within the grace and the connection goes back to the pool.
+        yield* Effect.sleep(Duration.times(operationTimeout, 3))
+        const renewed = yield* store.renew(name, "a", held.fence, lease, null)
+        expect(renewed.fence).toBe(held.fence)
+        expect(proxy.stats().connectionsAccepted).toBe(1)
+      }),
+    30_000
+  )
 
-  it.scopedLive("elections sharing one store lose no connection to overload and all recover when it ends", () =>
-    Effect.gen(function*() {
-      const maxConnections = 2
-      const { proxy, store } = yield* storeVia(target, maxConnections)
-      const elections = Array.from({ length: 4 }, (_, i) => uniqueName(`overload-${i}`))
-      const fleet = yield* Effect.forEach(elections, (name) =>
-        Effect.forEach(["a", "b", "c"], (identity) =>
+  it.scopedLive(
+    "elections sharing one store lose no connection to overload and all recover when it ends",
+    () =>
+      Effect.gen(function*() {
+        const maxConnections = 2
+        const { proxy, store } = yield* storeVia(target, maxConnections)
+        const elections = Array.from({ length: 4 }, (_, i) => uniqueName(`overload-${i}`))
+        const fleet = yield* Effect.forEach(elections, (name) =>
+          Effect.forEach(["a", "b", "c"], (identity) =>
+            Effect.gen(function*() {
+              const elector = yield* Elector.make({
+                name,
+                identity,
+                leaseDuration: "5 seconds",
+                renewInterval: "1 second",
+                retryPeriod: "500 millis",
+                operationTimeout,
+                safetyMargin: "1 second"
+              }).pipe(Effect.provideService(Store.Store, store))
+              yield* Effect.forkScoped(elector.run)
+              return elector
+            })))
+        // Samples every election until `done` holds for all, checking that
+        // none ever has two leaders.
+        const sampleUntil = (done: (leaders: number) => boolean, label: string) =>
           Effect.gen(function*() {
-            const elector = yield* Elector.make({
-              name,
-              identity,
-              leaseDuration: "5 seconds",
-              renewInterval: "1 second",
-              retryPeriod: "500 millis",
-              operationTimeout,
-              safetyMargin: "1 second"
-            }).pipe(Effect.provideService(Store.Store, store))
-            yield* Effect.forkScoped(elector.run)
-            return elector
-          })))
-      // Samples every election until `done` holds for all, checking that
-      // none ever has two leaders.
-      const sampleUntil = (done: (leaders: number) => boolean, label: string) =>
-        Effect.gen(function*() {
-          for (let i = 0; i < 750; i++) {
-            const leaders = yield* Effect.forEach(fleet, (electors) =>
-              Effect.map(Effect.all(electors.map((e) => e.isLeader)), (leads) => leads.filter(Boolean).length))
-            expect(Math.max(...leaders)).toBeLessThanOrEqual(1)
-            if (leaders.every(done)) return
-            yield* Effect.sleep("20 millis")
-          }
-          throw new Error(`${label}: not reached within 15s`)
-        })
-      yield* sampleUntil((leaders) => leaders === 1, "every election led")
-      proxy.setMode(slow)
-      // Every call overruns now; hold it long enough for the terms to end.
-      const overload = yield* Effect.fork(sampleUntil(() => false, "overload"))
-      yield* Effect.sleep("6 seconds")
-      yield* Fiber.interrupt(overload)
-      proxy.setMode(Mode.pass)
-      const healed = performance.now()
-      yield* sampleUntil((leaders) => leaders === 1, "every election led again")
-      const { connectionsAccepted } = proxy.stats()
-      console.log(`[${label}] overload: ${connectionsAccepted} connections opened (pool of ${maxConnections}); every election led again ${Math.round(performance.now() - healed)} ms after the load dropped`)
-      expect(connectionsAccepted).toBeLessThanOrEqual(maxConnections)
-    }), 60_000)
+            for (let i = 0; i < 750; i++) {
+              const leaders = yield* Effect.forEach(fleet, (electors) =>
+                Effect.map(
+                  Effect.all(electors.map((e) =>
+                    e.isLeader
+                  )),
+                  (leads) => leads.filter(Boolean).length
+                ))
+              expect(Math.max(...leaders)).toBeLessThanOrEqual(1)
+              if (leaders.every(done)) {
+                return
+              }
+              yield* Effect.sleep("20 millis")
+            }
+            throw new Error(`${label}: not reached within 15s`)
+          })
+        yield* sampleUntil((leaders) => leaders === 1, "every election led")
+        proxy.setMode(slow)
+        // Every call overruns now; hold it long enough for the terms to end.
+        const overload = yield* Effect.fork(sampleUntil(() => false, "overload"))
+        yield* Effect.sleep("6 seconds")
+        yield* Fiber.interrupt(overload)
+        proxy.setMode(Mode.pass)
+        const healed = performance.now()
+        yield* sampleUntil((leaders) => leaders === 1, "every election led again")
+        const { connectionsAccepted } = proxy.stats()
+        console.log(
+          `[${label}] overload: ${connectionsAccepted} connections opened (pool of ${maxConnections}); every election led again ${
+            Math.round(performance.now() - healed)
+          } ms after the load dropped`
+        )
+        expect(connectionsAccepted).toBeLessThanOrEqual(maxConnections)
+      }),
+    60_000
+  )
 })

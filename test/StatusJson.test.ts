@@ -5,7 +5,10 @@ import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
 
-const world = Effect.flatMap(MemoryStore.makeClock({ offset: Duration.days(3) }), (clock) => MemoryStore.make({ clock }))
+const world = Effect.flatMap(
+  MemoryStore.makeClock({ offset: Duration.days(3) }),
+  (clock) => MemoryStore.make({ clock })
+)
 
 const join = (store: Store.StoreShape, config: Elector.ElectorConfig) =>
   Effect.gen(function*() {

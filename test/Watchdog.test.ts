@@ -17,7 +17,6 @@ import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { Started } from "./support/Started.js"
 
-
 describe("Watchdog", () => {
   it.scoped("ends the term at an earlier deadline a renewal brings", () =>
     Effect.gen(function*() {
@@ -86,4 +85,3 @@ describe("Watchdog", () => {
       expect(started.count).toBe(1)
     }))
 })
-

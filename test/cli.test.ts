@@ -1,10 +1,11 @@
-import { execFile } from "node:child_process"
 import { NodeContext } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Cause, Console, Duration, Effect, Either, Fiber, type Scope } from "effect"
+import type { Console } from "effect"
+import { Cause, Duration, Effect, Either, Fiber, type Scope } from "effect"
 import mysql from "mysql2/promise"
-import pg from "pg"
+import { execFile } from "node:child_process"
 import { EventEmitter } from "node:events"
+import pg from "pg"
 import { formatMillis, main, type Terminal, untilClosed } from "../packages/cli/src/cli.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
@@ -104,8 +105,22 @@ for (const dialect of dialects) {
         expect(remaining).toMatch(/^1[0-5]\.\ds$/)
         expect(age).toMatch(/^(\d+ms|\d\.\ds)$/)
         // Vacant rows: no remaining lease, no term age; how long ago they were released or ran out.
-        expect(cells(beta)).toEqual(["beta", "node-b", "1", "-", "-", expect.stringMatching(/^released \d+ms ago \(nobody leads\)$/)])
-        expect(cells(gamma)).toEqual(["gamma", "node-c", "1", "-", "-", expect.stringMatching(/^expired \d+ms ago \(nobody leads\)$/)])
+        expect(cells(beta)).toEqual([
+          "beta",
+          "node-b",
+          "1",
+          "-",
+          "-",
+          expect.stringMatching(/^released \d+ms ago \(nobody leads\)$/)
+        ])
+        expect(cells(gamma)).toEqual([
+          "gamma",
+          "node-c",
+          "1",
+          "-",
+          "-",
+          expect.stringMatching(/^expired \d+ms ago \(nobody leads\)$/)
+        ])
       }))
 
     it.live("status shows each election's live candidates with their priorities, and none without their table", () =>
@@ -120,7 +135,9 @@ for (const dialect of dialects) {
           yield* store.advertise("alpha", "node-b", { priority: 1, version: null }, Duration.seconds(15))
         }))
         // Only the lease table, as a deployment that never used priorities has.
-        const ddl = Either.getOrThrow(dialect.name === "PostgreSQL" ? PgStore.schema("", bare) : MysqlStore.schema("", bare))
+        const ddl = Either.getOrThrow(
+          dialect.name === "PostgreSQL" ? PgStore.schema("", bare) : MysqlStore.schema("", bare)
+        )
         yield* Effect.promise(async () => {
           if (dialect.name === "PostgreSQL") await withPg((c) => c.query(ddl))
           else await withMysql((c) => c.query(ddl))
@@ -151,7 +168,14 @@ for (const dialect of dialects) {
         expect(snapshot.at).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/)
         expect(snapshot.table).toContain(dialect.table)
         const [alpha, beta, gamma] = snapshot.elections
-        expect(alpha).toMatchObject({ name: "alpha", holder: "node-a", fence: "1", state: "leading", vacantForMs: null, payload: null })
+        expect(alpha).toMatchObject({
+          name: "alpha",
+          holder: "node-a",
+          fence: "1",
+          state: "leading",
+          vacantForMs: null,
+          payload: null
+        })
         expect(alpha.remainingMs).toBeGreaterThan(10_000)
         expect(alpha.remainingMs).toBeLessThanOrEqual(15_000)
         expect(alpha.termAgeMs).toBeGreaterThanOrEqual(0)
@@ -187,7 +211,9 @@ for (const dialect of dialects) {
 
     it.live("watch refreshes the status until interrupted", () =>
       Effect.gen(function*() {
-        const fiber = yield* Effect.fork(cli("watch", "--url", dialect.url, "--table", dialect.table, "--interval", "1"))
+        const fiber = yield* Effect.fork(
+          cli("watch", "--url", dialect.url, "--table", dialect.table, "--interval", "1")
+        )
         const run = yield* Effect.gen(function*() {
           // Poll the captured output without touching the fiber.
           for (;;) {
@@ -248,10 +274,11 @@ describe("leaderelection --json and terminals", () => {
       const base = yield* Effect.console
       const captured: Console.Console = { ...base, log: (...line) => Effect.sync(() => void out.push(line.join(" "))) }
       const fiber = yield* Effect.fork(
-        main(["node", "leaderelection", "watch", "--json", "--url", directUrl, "--table", table, "--interval", "1"]).pipe(
-          Effect.withConsole(captured),
-          Effect.provide(NodeContext.layer)
-        )
+        main(["node", "leaderelection", "watch", "--json", "--url", directUrl, "--table", table, "--interval", "1"])
+          .pipe(
+            Effect.withConsole(captured),
+            Effect.provide(NodeContext.layer)
+          )
       )
       yield* Effect.sleep("1500 millis")
       yield* Fiber.interrupt(fiber)
@@ -271,6 +298,7 @@ describe("leaderelection --json and terminals", () => {
       expect(piped.stdout()).not.toContain(escape)
       const tty = yield* cliOn({ stdout: true, stderr: true }, "--help")
       expect(tty.stdout()).toContain(escape)
+      // eslint-disable-next-line no-control-regex -- ESC starts every ANSI sequence
       expect(tty.stdout().replace(/\u001b\[[0-9;]*m/g, "")).toBe(piped.stdout())
       const saved = process.env["DATABASE_URL"]
       delete process.env["DATABASE_URL"]
@@ -393,8 +421,11 @@ describe("formatMillis", () => {
 describe("the leaderelection bin", () => {
   const bin = (...args: Array<string>) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-      execFile("node_modules/.bin/tsx", ["packages/cli/src/bin.ts", ...args], { timeout: 30_000 }, (error, stdout, stderr) =>
-        resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr })
+      execFile(
+        "node_modules/.bin/tsx",
+        ["packages/cli/src/bin.ts", ...args],
+        { timeout: 30_000 },
+        (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr })
       )
     )
 
@@ -418,7 +449,10 @@ describe("the leaderelection bin", () => {
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
       execFile(
         "bash",
-        ["-c", `set -o pipefail; node_modules/.bin/tsx packages/cli/src/bin.ts watch --url ${directUrl} --table ${table} --interval 1 | head -1`],
+        [
+          "-c",
+          `set -o pipefail; node_modules/.bin/tsx packages/cli/src/bin.ts watch --url ${directUrl} --table ${table} --interval 1 | head -1`
+        ],
         { timeout: 30_000 },
         (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number | null), stdout, stderr })
       )

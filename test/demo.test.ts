@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process"
-import { afterAll, describe, expect, it } from "vitest"
 import pg from "pg"
+import { afterAll, describe, expect, it } from "vitest"
 import { directUrl, uniqueTable } from "./support/databases.js"
 import { dropPgTables } from "./support/tables.js"
 
@@ -53,7 +53,9 @@ describe("npm run demo", () => {
     expectFullRun(run, "PostgreSQL at postgres://…@127.0.0.1:5432/test")
     const client = new pg.Client({ connectionString: directUrl })
     await client.connect()
-    const rows = await client.query(`SELECT holder, fence::text AS fence, expires_at <= now() AS released FROM ${table}`)
+    const rows = await client.query(
+      `SELECT holder, fence::text AS fence, expires_at <= now() AS released FROM ${table}`
+    )
       .finally(() => client.end())
     // The last leader released at exit: the row is kept, expired, under the third fence.
     expect(rows.rows).toEqual([expect.objectContaining({ fence: "3", released: true })])

@@ -14,7 +14,9 @@ describe("driver loading", () => {
     expect(missing._tag).toBe("MissingDriverError")
     expect(missing.packages).toEqual([absent])
     expect(missing.message).toMatch(
-      new RegExp(`^PgStore needs the npm package ${absent}: npm install ${absent} \\(Cannot find (package|module) '${absent}'`)
+      new RegExp(
+        `^PgStore needs the npm package ${absent}: npm install ${absent} \\(Cannot find (package|module) '${absent}'`
+      )
     )
   })
 

@@ -13,7 +13,9 @@ describe("examples run against MemoryStore", () => {
     const output = await run("examples/effect.ts")
     expect(output).toContain("eu-west reconciling under fence 1")
     expect(output).toContain("us-east reconciling under fence 2")
-    expect(output.indexOf("stopped leading under fence 1")).toBeLessThan(output.indexOf("us-east reconciling under fence 2"))
+    expect(output.indexOf("stopped leading under fence 1")).toBeLessThan(
+      output.indexOf("us-east reconciling under fence 2")
+    )
   })
 
   it("examples/promise.ts: start, isLeader, status and stop", async () => {
@@ -45,10 +47,15 @@ describe("operating examples", () => {
       expect(metrics).toMatch(/^leaderelection_terms_total\{election="invoice-reconciler"[^}]*\} 1$/m)
       expect(metrics).toMatch(/^leaderelection_info\{election="invoice-reconciler",identity="[^"]+"[^}]*\} 1$/m)
       // The identity is on the info gauge only.
-      expect(metrics.split("\n").filter((l) => l.startsWith("leaderelection_") && l.includes("identity="))).toHaveLength(1)
+      expect(metrics.split("\n").filter((l) => l.startsWith("leaderelection_") && l.includes("identity=")))
+        .toHaveLength(1)
       const health = await fetch(`${base}/healthz`)
       expect(health.status).toBe(200)
-      expect(await health.json()).toMatchObject({ state: "leader", election: "invoice-reconciler", status: { fence: "1" } })
+      expect(await health.json()).toMatchObject({
+        state: "leader",
+        election: "invoice-reconciler",
+        status: { fence: "1" }
+      })
     } finally {
       child.kill("SIGTERM")
     }
@@ -59,7 +66,9 @@ describe("operating examples", () => {
 
   it("examples/opentelemetry.ts: spans for every store call and the metrics, on the console", async () => {
     const output = await run("examples/opentelemetry.ts")
-    for (const span of ["inspect", "acquire", "renew", "release"]) expect(output).toContain(`name: 'leaderelection.${span}'`)
+    for (const span of ["inspect", "acquire", "renew", "release"]) {
+      expect(output).toContain(`name: 'leaderelection.${span}'`)
+    }
     expect(output).toContain("attributes: { election: 'invoice-reconciler', identity: 'worker-1', fence: '1' }")
     expect(output).toContain("name: 'reconcile'")
     expect(output).toContain("name: 'leaderelection_is_leader'")

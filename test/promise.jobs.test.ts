@@ -45,7 +45,12 @@ describe("createElector jobs (Promise wrapper)", () => {
     expect(() => createElector({ ...fast, store, name: unique(), jobs: [{ name: "j", schedule: "not cron", run }] }))
       .toThrow(expect.objectContaining({ _tag: "InvalidConfig", field: "schedule" }))
     const { slots: _, ...bare } = store
-    const elector = createElector({ ...fast, store: bare, name: unique(), jobs: [{ name: "j", schedule: "* * * * *", run }] })
+    const elector = createElector({
+      ...fast,
+      store: bare,
+      name: unique(),
+      jobs: [{ name: "j", schedule: "* * * * *", run }]
+    })
     await expect(elector.start()).rejects.toMatchObject({ _tag: "InvalidConfig", field: "store" })
     await elector.stop()
   })

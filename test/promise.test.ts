@@ -10,7 +10,12 @@ import { eventually, fast as fastTiming } from "./support/promiseTiming.js"
 const fast = { name: "jobs", ...fastTiming } as const
 
 // The shortest lease there is, for the tests that wait a whole lease.
-const short = { ...fast, leaseDuration: "1 second", operationTimeout: "100 millis", safetyMargin: "200 millis" } as const
+const short = {
+  ...fast,
+  leaseDuration: "1 second",
+  operationTimeout: "100 millis",
+  safetyMargin: "200 millis"
+} as const
 
 const memory = () => Effect.runPromise(MemoryStore.make())
 
@@ -80,9 +85,22 @@ afterEach(() => {
 describe("createElector (Promise wrapper)", () => {
   it("refuses an invalid config at construction with the field and reason", async () => {
     const store = await memory()
-    expect(() => createElector({ store, name: "jobs", leaseDuration: "10 seconds", renewInterval: "5 seconds", operationTimeout: "3 seconds", safetyMargin: "1 second" }))
-      .toThrow("invalid config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available")
-    expect(() => createElector({ store, name: "" })).toThrow(expect.objectContaining({ _tag: "InvalidConfig", field: "name" }))
+    expect(() =>
+      createElector({
+        store,
+        name: "jobs",
+        leaseDuration: "10 seconds",
+        renewInterval: "5 seconds",
+        operationTimeout: "3 seconds",
+        safetyMargin: "1 second"
+      })
+    )
+      .toThrow(
+        "invalid config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available"
+      )
+    expect(() => createElector({ store, name: "" })).toThrow(
+      expect.objectContaining({ _tag: "InvalidConfig", field: "name" })
+    )
   })
 
   it("leads with a signal per term, and stop aborts it, waits for it and releases", async () => {
@@ -117,7 +135,16 @@ describe("createElector (Promise wrapper)", () => {
     await eventually(() => elector.isLeader(), "leadership")
     expect(elector.fence()).toBe(1n)
     const status = elector.status()
-    expect(status).toMatchObject({ state: "running", isLeader: true, fence: 1n, identity: "a", leader: "a", leaderFence: 1n, lastError: undefined, error: undefined })
+    expect(status).toMatchObject({
+      state: "running",
+      isLeader: true,
+      fence: 1n,
+      identity: "a",
+      leader: "a",
+      leaderFence: 1n,
+      lastError: undefined,
+      error: undefined
+    })
     expect(status.leaderPayload).toEqual(new Uint8Array([1, 2]))
     expect(status.observedAt).toBeInstanceOf(Date)
     expect(status.validUntil).toBeInstanceOf(Date)
@@ -317,7 +344,14 @@ describe("createElector (Promise wrapper)", () => {
         Store.Store,
         Effect.suspend(() =>
           fail
-            ? Effect.fail(new Store.StoreError({ operation: "ensureSchema", retryable: false, reason: "permission denied", cause: undefined }))
+            ? Effect.fail(
+              new Store.StoreError({
+                operation: "ensureSchema",
+                retryable: false,
+                reason: "permission denied",
+                cause: undefined
+              })
+            )
             : Effect.succeed(store)
         )
       )
@@ -335,7 +369,10 @@ describe("createElector (Promise wrapper)", () => {
       expect(error).toBeInstanceOf(Store.StoreError)
       expect(error).toMatchObject({ _tag: "StoreError", retryable: false, reason: "permission denied" })
       expect(elector.status()).toMatchObject({ state: "failed", error })
-      expect(elector.status().toJSON().error).toEqual({ _tag: "StoreError", message: "ensureSchema failed (fatal): permission denied" })
+      expect(elector.status().toJSON().error).toEqual({
+        _tag: "StoreError",
+        message: "ensureSchema failed (fatal): permission denied"
+      })
       await expect(elector.done()).rejects.toBe(error)
       await eventually(() => errors.length === 1, "onError")
       expect(errors[0]).toBe(error)
@@ -350,7 +387,12 @@ describe("createElector (Promise wrapper)", () => {
     })
 
     it("failFast: start() rejects with the first store answer when it is fatal; without it the elector runs on", async () => {
-      const fatal = new Store.StoreError({ operation: "inspect", retryable: false, reason: "no privilege", cause: undefined })
+      const fatal = new Store.StoreError({
+        operation: "inspect",
+        retryable: false,
+        reason: "no privilege",
+        cause: undefined
+      })
       const refusing: Store.StoreShape = {
         acquire: () => Effect.fail(fatal),
         renew: () => Effect.fail(fatal),
@@ -476,7 +518,9 @@ describe("createElector (Promise wrapper)", () => {
         await eventually(() => logs.some((line) => line.includes("work threw")), "the work's failure logged")
         await elector.stop()
         expect(logs.some((line) => line.includes("onNewLeader failed") && line.includes("observer threw"))).toBe(true)
-        expect(logs.some((line) => line.includes("onStoppedLeading failed") && line.includes("cleanup rejected"))).toBe(true)
+        expect(logs.some((line) => line.includes("onStoppedLeading failed") && line.includes("cleanup rejected"))).toBe(
+          true
+        )
         expect(elector.status().state).toBe("stopped")
         // A macrotask, so that Node has reported any unhandled rejection by now.
         await new Promise((resolve) => setTimeout(resolve, 0))
@@ -519,17 +563,24 @@ describe("createElector (Promise wrapper)", () => {
       await chatty.start()
       await eventually(() => chatty.isLeader(), "leadership")
       await chatty.stop()
-      expect(logs.some((line) => line.includes("level=INFO") && line.includes("started leading under fence 1"))).toBe(true)
+      expect(logs.some((line) => line.includes("level=INFO") && line.includes("started leading under fence 1"))).toBe(
+        true
+      )
     })
 
     it("status() is JSON: bigints as strings, dates as ISO strings, the payload in base64", async () => {
       const memoryStore = await memory()
       let down = false
       // While `down`, every call fails as an unreachable database would.
-      const refused = <A, E>(operation: Store.Operation, call: Effect.Effect<A, E>): Effect.Effect<A, E | Store.StoreError> =>
+      const refused = <A, E>(
+        operation: Store.Operation,
+        call: Effect.Effect<A, E>
+      ): Effect.Effect<A, E | Store.StoreError> =>
         Effect.suspend((): Effect.Effect<A, E | Store.StoreError> =>
           down
-            ? Effect.fail(new Store.StoreError({ operation, retryable: true, reason: "connection refused", cause: undefined }))
+            ? Effect.fail(
+              new Store.StoreError({ operation, retryable: true, reason: "connection refused", cause: undefined })
+            )
             : call
         )
       const store: Store.StoreShape = {
@@ -590,12 +641,20 @@ describe("createElector (Promise wrapper)", () => {
       // A renewal, for the latency histogram.
       await eventually(() => a.metrics().includes("leaderelection_renew_latency_count"), "a renewal")
       const text = a.metrics()
-      expect(text).toContain("# HELP leaderelection_is_leader 1 while this participant leads the election, 0 otherwise\n# TYPE leaderelection_is_leader gauge\n")
+      expect(text).toContain(
+        "# HELP leaderelection_is_leader 1 while this participant leads the election, 0 otherwise\n# TYPE leaderelection_is_leader gauge\n"
+      )
       expect(text).toContain(`leaderelection_is_leader{election="${name}"} 1\n`)
-      expect(text).toContain(`# TYPE leaderelection_info gauge\nleaderelection_info{election="${name}",identity="a"} 1\n`)
-      expect(text).toContain(`# TYPE leaderelection_terms_total counter\nleaderelection_terms_total{election="${name}"} 1\n`)
+      expect(text).toContain(
+        `# TYPE leaderelection_info gauge\nleaderelection_info{election="${name}",identity="a"} 1\n`
+      )
+      expect(text).toContain(
+        `# TYPE leaderelection_terms_total counter\nleaderelection_terms_total{election="${name}"} 1\n`
+      )
       expect(text).toContain("# TYPE leaderelection_renew_latency histogram\n")
-      expect(text).toMatch(new RegExp(`leaderelection_renew_latency_bucket\\{[^}]*election="${name}"[^}]*le="\\+Inf"\\} [1-9]\\d*\n`))
+      expect(text).toMatch(
+        new RegExp(`leaderelection_renew_latency_bucket\\{[^}]*election="${name}"[^}]*le="\\+Inf"\\} [1-9]\\d*\n`)
+      )
       expect(text).toMatch(/leaderelection_renew_latency_bucket\{[^}]*le="1"\} \d+\n/)
       expect(text).toMatch(/leaderelection_renew_latency_sum\{[^}]*\} [\d.]+\n/)
       // Only this elector's series: not b's info, nor other elections'. (Series

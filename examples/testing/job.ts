@@ -56,7 +56,8 @@ export const job = (sink: Sink, term: Simulation.Term): Effect.Effect<never> =>
   ))
 
 /** The fleet's workload: every participant runs `job` while it leads; the sink is checked at every step. */
-export const workload = (options: { readonly fenced: boolean }) => (timeline: Simulation.Timeline): Simulation.Workload => {
-  const sink = new Sink(options.fenced, timeline.now)
-  return { work: (term) => job(sink, term), invariant: () => sink.outOfOrder() }
-}
+export const workload =
+  (options: { readonly fenced: boolean }) => (timeline: Simulation.Timeline): Simulation.Workload => {
+    const sink = new Sink(options.fenced, timeline.now)
+    return { work: (term) => job(sink, term), invariant: () => sink.outOfOrder() }
+  }

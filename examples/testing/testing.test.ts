@@ -39,6 +39,8 @@ describe("a fenced-write job under a simulated fleet", () => {
     await expect(failure).rejects.toThrow(
       /invariant at \d+ms: p\d\.\d+ wrote under fence \d+ at \d+ms, after p\d\.\d+ wrote under fence \d+/
     )
-    await expect(failure).rejects.toThrow(/replay with Simulation\.check\(\{ \.\.\.options, seed: 12, path: "[\d:]+" \}\)/)
+    await expect(failure).rejects.toThrow(
+      /replay with Simulation\.check\(\{ \.\.\.options, seed: 12, path: "[\d:]+" \}\)/
+    )
   })
 })

@@ -29,15 +29,15 @@ import {
   type LastError,
   LeaseExpiredLocally
 } from "../ElectorError.js"
-import * as Lease from "../Lease.js"
 import type { LeadershipShape } from "../Leadership.js"
+import * as Lease from "../Lease.js"
 import type * as Metrics from "../Metrics.js"
 import * as Store from "../Store.js"
 import { type Candidacy, type Candidate, type Operation, StoreError } from "../Store.js"
-import { outranks } from "./candidacy.js"
-import { formatDuration, resolve } from "./config.js"
 import * as AnswersWithin from "./answersWithin.js"
 import * as Caller from "./caller.js"
+import { outranks } from "./candidacy.js"
+import { formatDuration, resolve } from "./config.js"
 import * as Deadlines from "./deadlines.js"
 import * as Instrumentation from "./instrumentation.js"
 import { stackless } from "./stackless.js"
@@ -103,7 +103,12 @@ const storeBroke = (operation: Operation, cause: Cause.Cause<unknown>): StoreErr
     onSome: (defect) =>
       new StoreError({ operation, retryable: false, reason: `store defect: ${String(defect)}`, cause: defect }),
     onNone: () =>
-      new StoreError({ operation, retryable: false, reason: "the store call was interrupted", cause: Cause.squash(cause) })
+      new StoreError({
+        operation,
+        retryable: false,
+        reason: "the store call was interrupted",
+        cause: Cause.squash(cause)
+      })
   })
 
 const outcome = (cause: Cause.Cause<unknown>): "failure" | "defect" | "interrupt" =>
@@ -518,7 +523,10 @@ class Participant implements Elector {
 
   // The same, its outcome as the effect's: for the calls that only catch errors.
   call<A, E>(operation: Operation, effect: Effect.Effect<A, E>, fence?: bigint): Effect.Effect<A, E | StoreError> {
-    return Effect.flatMap(this.attempt(operation, effect, fence), (outcome): Effect.Effect<A, E | StoreError> => outcome)
+    return Effect.flatMap(
+      this.attempt(operation, effect, fence),
+      (outcome): Effect.Effect<A, E | StoreError> => outcome
+    )
   }
 
   settleReady(exit: Exit.Exit<void, StoreError>): void {
@@ -808,7 +816,9 @@ class Participant implements Elector {
         yield* waits.by(this.nanos() + Duration.unsafeToNanos(jittered(config.retryPeriod, yield* Random.next)))
         const due = (yield* this.rivals()).find((c) => Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter))
         if (due !== undefined) {
-          yield* Effect.logInfo(`handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`)
+          yield* Effect.logInfo(
+            `handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`
+          )
           return yield* Deferred.succeed(stop, "preempted")
         }
       }
@@ -827,7 +837,9 @@ class Participant implements Elector {
           const renewing = Deadlines.waits(clock, scheduler)
           const renewal = new Caller.Caller()
           // A child of this fiber rather than a daemon, so TestClock sees it.
-          const renewer = yield* Effect.fork(Caller.run(renewal, this.renewals(fence, first, stop, guard.moved, renewing)))
+          const renewer = yield* Effect.fork(
+            Caller.run(renewal, this.renewals(fence, first, stop, guard.moved, renewing))
+          )
           // No fiber at all for a participant that is no candidate.
           const challenging = this.standing === undefined
             ? undefined

@@ -18,11 +18,17 @@ export interface Instrumentation {
   readonly termEnded: (reason: Metrics.StepDownReason) => Effect.Effect<void>
   readonly renewed: (latency: Duration.Duration) => Effect.Effect<void>
   readonly storeFailed: (error: StoreError) => Effect.Effect<void>
-  readonly callbackFailed: (callback: Metrics.Callback, outcome: "failure" | "defect" | "interrupt") => Effect.Effect<void>
+  readonly callbackFailed: (
+    callback: Metrics.Callback,
+    outcome: "failure" | "defect" | "interrupt"
+  ) => Effect.Effect<void>
   readonly callbackDropped: Effect.Effect<void>
   readonly storeFatal: (failing: boolean) => Effect.Effect<void>
   /** Runs a store call in a span named for its operation (see {@link isNative}: a caller skips it without a tracer). */
-  readonly span: (operation: Operation, fence: bigint | undefined) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  readonly span: (
+    operation: Operation,
+    fence: bigint | undefined
+  ) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E>
 }
 
 let nativeTracer: Tracer.Tracer | undefined
@@ -32,8 +38,7 @@ let nativeTracer: Tracer.Tracer | undefined
  *
  * @internal
  */
-export const isNative = (tracer: Tracer.Tracer): boolean =>
-  tracer === (nativeTracer ??= Effect.runSync(Effect.tracer))
+export const isNative = (tracer: Tracer.Tracer): boolean => tracer === (nativeTracer ??= Effect.runSync(Effect.tracer))
 
 // Metrics.renewLatency without its time unit: renewals update it in
 // milliseconds, tagged as the timer would tag them. Its boundaries are the
@@ -77,11 +82,16 @@ const election = (name: string): Election => {
     fatal,
     termStarted: Effect.zipRight(Metric.increment(tag(Metrics.terms)), Metric.modify(leading, 1)),
     termEnded: (reason) =>
-      Effect.zipRight(Metric.modify(leading, -1), Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))),
+      Effect.zipRight(
+        Metric.modify(leading, -1),
+        Metric.increment(Metric.tagged(tag(Metrics.stepDowns), "reason", reason))
+      ),
     renewed: (duration) => latency(Duration.toMillis(duration)),
     storeFailed: (error) => storeError(error.operation, error.retryable ? "retryable" : "fatal"),
     callbackFailed: (callback, outcome) =>
-      Metric.increment(Metric.tagged(Metric.tagged(tag(Metrics.callbackFailures), "callback", callback), "outcome", outcome)),
+      Metric.increment(
+        Metric.tagged(Metric.tagged(tag(Metrics.callbackFailures), "callback", callback), "outcome", outcome)
+      ),
     callbackDropped: Metric.increment(tag(Metrics.callbacksDropped)),
     storeFatal: (on) => on ? failing : recovered
   }

@@ -62,7 +62,9 @@ export const check = (
     const schedule = yield* toSchedule(when)
     const delivery = options.delivery ?? "atMostOnce"
     if (delivery !== "atMostOnce" && delivery !== "atLeastOnce") {
-      return yield* Either.left(invalid("delivery", `must be "atMostOnce" or "atLeastOnce", got ${limits.kind(delivery)}`))
+      return yield* Either.left(
+        invalid("delivery", `must be "atMostOnce" or "atLeastOnce", got ${limits.kind(delivery)}`)
+      )
     }
     return { job, schedule, delivery }
   })
@@ -75,8 +77,10 @@ export const spec = <E, R>(
   run: (slot: Job.Slot) => Effect.Effect<unknown, E, R>,
   options: Job.Options
 ): Either.Either<Spec<E, R>, InvalidConfig> =>
-  Either.flatMap(check(job, when, options), (checked) =>
-    Either.map(slotStore(store), (slots) => ({ ...checked, run, slots })))
+  Either.flatMap(
+    check(job, when, options),
+    (checked) => Either.map(slotStore(store), (slots) => ({ ...checked, run, slots }))
+  )
 
 /** The store's record of job slots, which scheduled jobs need. */
 export const slotStore = (store: StoreShape): Either.Either<SlotStore, InvalidConfig> =>
@@ -95,7 +99,11 @@ export const term = <E, R>(config: ResolvedConfig, job: Spec<E, R>, leadership: 
     const clock = yield* Effect.clock
     const count = (outcome: Job.Outcome) =>
       Metric.increment(
-        Metric.tagged(Metric.tagged(Metric.tagged(Metrics.jobSlots, "election", name), "job", job.job), "outcome", outcome)
+        Metric.tagged(
+          Metric.tagged(Metric.tagged(Metrics.jobSlots, "election", name), "job", job.job),
+          "outcome",
+          outcome
+        )
       )
 
     // The database clock: its last reading, and the local monotonic time it arrived at.
@@ -145,7 +153,9 @@ export const term = <E, R>(config: ResolvedConfig, job: Spec<E, R>, leadership: 
         if (ScheduleDecision.isDone(decision)) return undefined
         const at = Intervals.start(decision.intervals)
         if (at > from) return at
-        yield* Effect.logError(`job ${job.job}: its schedule does not move past ${new Date(from).toISOString()}; stopped`)
+        yield* Effect.logError(
+          `job ${job.job}: its schedule does not move past ${new Date(from).toISOString()}; stopped`
+        )
         return undefined
       })
 
@@ -153,7 +163,10 @@ export const term = <E, R>(config: ResolvedConfig, job: Spec<E, R>, leadership: 
     const runSlot = (at: number, rerun: boolean) =>
       Effect.gen(function*() {
         const slot: Job.Slot = { job: job.job, at: new Date(at), fence, rerun }
-        const claim = yield* call("claimSlot", slots.claim(name, identity, fence, job.job, slot.at, delivery === "atLeastOnce"))
+        const claim = yield* call(
+          "claimSlot",
+          slots.claim(name, identity, fence, job.job, slot.at, delivery === "atLeastOnce")
+        )
         if (Option.isNone(claim)) return false
         yield* read(claim.value.now)
         if (!claim.value.claimed) {
@@ -193,7 +206,8 @@ export const term = <E, R>(config: ResolvedConfig, job: Spec<E, R>, leadership: 
           if (!(yield* runSlot(previous.at.getTime(), true))) return
         } else {
           yield* Effect.logWarning(
-            `job ${job.job}: slot ${previous.at.toISOString()} was interrupted under fence ${previous.fence}; not run again (atMostOnce)`
+            `job ${job.job}: slot ${previous.at.toISOString()} was interrupted under fence ${previous.fence}; ` +
+              "not run again (atMostOnce)"
           )
           yield* count("skipped")
         }

@@ -110,9 +110,9 @@ export const duration = (
         : Duration.greaterThan(d, Lease.maxDuration)
         ? refuse(
           field,
-          `must be at most ${Duration.toMillis(Lease.maxDuration)}ms (about 24.8 days, the longest timer Node.js can set), got ${
-            show(input)
-          }`
+          `must be at most ${
+            Duration.toMillis(Lease.maxDuration)
+          }ms (about 24.8 days, the longest timer Node.js can set), got ${show(input)}`
         )
         : Either.right(d)
   })
@@ -227,10 +227,19 @@ export const enforce = <S extends StoreShape>(store: S): S => {
       }
     }),
     acquire: (n, i, ttl, p) =>
-      guard("acquire", checked.name(n) ?? checked.identity(i) ?? problem(payload(p)), () => store.acquire(n, i, ttl, p)),
+      guard(
+        "acquire",
+        checked.name(n) ?? checked.identity(i) ?? problem(payload(p)),
+        () => store.acquire(n, i, ttl, p)
+      ),
     renew: (n, i, fence, ttl, p) =>
-      guard("renew", checked.name(n) ?? checked.identity(i) ?? problem(payload(p)), () => store.renew(n, i, fence, ttl, p)),
-    release: (n, i, fence) => guard("release", checked.name(n) ?? checked.identity(i), () => store.release(n, i, fence)),
+      guard(
+        "renew",
+        checked.name(n) ?? checked.identity(i) ?? problem(payload(p)),
+        () => store.renew(n, i, fence, ttl, p)
+      ),
+    release: (n, i, fence) =>
+      guard("release", checked.name(n) ?? checked.identity(i), () => store.release(n, i, fence)),
     inspect: (n) => guard("inspect", checked.name(n), () => store.inspect(n)),
     ...candidates(store, guard, checked)
   }

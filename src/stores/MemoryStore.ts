@@ -17,7 +17,15 @@ import * as Layer from "effect/Layer"
 import * as limits from "../internal/limits.js"
 import { stackless } from "../internal/stackless.js"
 import type { Lease } from "../Lease.js"
-import { type Candidacy, type Candidate, LeaseLost, NoLease, type SlotRecord, Store, type StoreShape } from "../Store.js"
+import {
+  type Candidacy,
+  type Candidate,
+  LeaseLost,
+  NoLease,
+  type SlotRecord,
+  Store,
+  type StoreShape
+} from "../Store.js"
 
 /**
  * The clock a {@link make | MemoryStore} stamps its records with.
@@ -293,4 +301,3 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
  * ```
  */
 export const layer = (options: MemoryStoreOptions = {}): Layer.Layer<Store> => Layer.effect(Store, make(options))
-

@@ -65,11 +65,11 @@ import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
-import type { Lease } from "../Lease.js"
 import { InvalidConfig } from "../ElectorError.js"
 import * as AnswersWithin from "../internal/answersWithin.js"
 import * as limits from "../internal/limits.js"
 import { stackless } from "../internal/stackless.js"
+import type { Lease } from "../Lease.js"
 import {
   type Candidate,
   LeaseLost,
@@ -111,15 +111,15 @@ export {
    * @since 0.2.0
    * @category errors
    */
-  OperationTimeout
-} from "./internal/sqlStore.js"
+  Saturated
+} from "./internal/gate.js"
 export {
   /**
    * @since 0.2.0
    * @category errors
    */
-  Saturated
-} from "./internal/gate.js"
+  OperationTimeout
+} from "./internal/sqlStore.js"
 
 /**
  * The options every constructor takes.
@@ -248,7 +248,6 @@ const qualifiedTable = (
     schemaName === undefined || schemaName === ""
       ? Either.right(quotedTable)
       : Either.map(quoteField("schema", schemaName), (quotedSchema) => `${quotedSchema}.${quotedTable}`))
-
 
 /**
  * The DDL of the store's table (`ensureSchema` also runs
@@ -472,83 +471,96 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
   })
 
   // Every call is one request through the pool's gate, which answers by its timeout.
-  return AnswersWithin.promise(limits.enforce<MysqlStore>({
-    table,
-    slotTable: Option.getOrUndefined(slotTable),
-    ensureSchema: Effect.all([
-      one("ensureSchema", Sql.createTable(table), []),
-      one("ensureSchema", Sql.createCandidatesTable(candidates), []),
-      Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => one("ensureSchema", SlotSql.createTable(name), []) })
-    ], { discard: true }),
-    ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slots(name) }) }),
-    acquire: (name, identity, ttl, payload) =>
-      Effect.map(
-        transaction("acquire", {
-          sql: Sql.upsert(table),
-          values: [
-            name,
-            identity,
-            micros(ttl),
-            bytes(payload),
-            identity,
-            bytes(payload),
-            identity,
-            identity,
-            identity,
-            micros(ttl)
-          ]
-        }, { sql: Sql.selectAfterUpsert(table), values: [identity, name] }),
-        ({ row }) => Sql.toLease(name, row!)
-      ),
-    renew: (name, identity, fence, ttl, payload) =>
-      // The read-back of a renewal that matched nothing reads someone else's
-      // row, or none: it is not decoded. Committing a write that changed
-      // nothing is harmless.
-      transaction(
-        "renew",
-        { sql: Sql.renew(table), values: [bytes(payload), micros(ttl), name, identity, fence.toString()] },
-        { sql: Sql.selectAfterRenew(table), values: [name] }
-      ).pipe(
-        Effect.flatMap(({ row, written }) =>
-          affectedRows(written) === 0
-            ? Effect.fail(new LeaseLost({ name, identity, fence }))
-            : Effect.succeed(Sql.toLease(name, row!))
-        )
-      ),
-    release: (name, identity, fence) => Effect.asVoid(one("release", Sql.release(table), [name, identity, fence.toString()])),
-    inspect: (name) =>
-      one("inspect", Sql.inspect(table), [name]).pipe(
-        Effect.flatMap((result) => {
-          const row = rows(result)[0]
-          // Stackless: an empty election answers every poll with it.
-          return row === undefined
-            ? Effect.fail(stackless(() => new NoLease({ name })))
-            : Effect.succeed(Sql.toLease(name, row))
+  return AnswersWithin.promise(
+    limits.enforce<MysqlStore>({
+      table,
+      slotTable: Option.getOrUndefined(slotTable),
+      ensureSchema: Effect.all([
+        one("ensureSchema", Sql.createTable(table), []),
+        one("ensureSchema", Sql.createCandidatesTable(candidates), []),
+        Option.match(slotTable, {
+          onNone: () => Effect.void,
+          onSome: (name) => one("ensureSchema", SlotSql.createTable(name), [])
         })
-      ),
-    list: Effect.map(one("inspect", Sql.list(table), []), (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row))),
-    // One short transaction, as one request where the pool allows it.
-    advertise: (name, identity, { priority, version }, ttl) =>
-      Effect.map(
-        pool.run("advertise", [
-          { sql: "START TRANSACTION", values: [] },
-          { sql: Sql.collectCandidates(candidates), values: [name, identity, micros(ttl)] },
-          {
-            sql: Sql.advertise(candidates),
-            values: [name, identity, priority, version, micros(ttl), priority, version, micros(ttl)]
-          },
-          { sql: Sql.liveCandidates(candidates), values: [name] },
-          { sql: "COMMIT", values: [] }
-        ]),
-        (results) =>
-          rows(results[3]).map((row) => {
-            const { name: _, ...candidate } = Sql.toCandidate(row)
-            return candidate
+      ], { discard: true }),
+      ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slots(name) }) }),
+      acquire: (name, identity, ttl, payload) =>
+        Effect.map(
+          transaction("acquire", {
+            sql: Sql.upsert(table),
+            values: [
+              name,
+              identity,
+              micros(ttl),
+              bytes(payload),
+              identity,
+              bytes(payload),
+              identity,
+              identity,
+              identity,
+              micros(ttl)
+            ]
+          }, { sql: Sql.selectAfterUpsert(table), values: [identity, name] }),
+          ({ row }) => Sql.toLease(name, row!)
+        ),
+      renew: (name, identity, fence, ttl, payload) =>
+        // The read-back of a renewal that matched nothing reads someone else's
+        // row, or none: it is not decoded. Committing a write that changed
+        // nothing is harmless.
+        transaction(
+          "renew",
+          { sql: Sql.renew(table), values: [bytes(payload), micros(ttl), name, identity, fence.toString()] },
+          { sql: Sql.selectAfterRenew(table), values: [name] }
+        ).pipe(
+          Effect.flatMap(({ row, written }) =>
+            affectedRows(written) === 0
+              ? Effect.fail(new LeaseLost({ name, identity, fence }))
+              : Effect.succeed(Sql.toLease(name, row!))
+          )
+        ),
+      release: (name, identity, fence) =>
+        Effect.asVoid(one("release", Sql.release(table), [name, identity, fence.toString()])),
+      inspect: (name) =>
+        one("inspect", Sql.inspect(table), [name]).pipe(
+          Effect.flatMap((result) => {
+            const row = rows(result)[0]
+            // Stackless: an empty election answers every poll with it.
+            return row === undefined
+              ? Effect.fail(stackless(() => new NoLease({ name })))
+              : Effect.succeed(Sql.toLease(name, row))
           })
+        ),
+      list: Effect.map(
+        one("inspect", Sql.list(table), []),
+        (result) => rows(result).map((row) => Sql.toLease(String(row["name"]), row))
       ),
-    withdraw: (name, identity) => Effect.asVoid(one("withdraw", Sql.withdraw(candidates), [name, identity])),
-    candidates: Effect.map(one("inspect", Sql.allCandidates(candidates), []), (result) => rows(result).map(Sql.toCandidate))
-  }), pool.timeout)
+      // One short transaction, as one request where the pool allows it.
+      advertise: (name, identity, { priority, version }, ttl) =>
+        Effect.map(
+          pool.run("advertise", [
+            { sql: "START TRANSACTION", values: [] },
+            { sql: Sql.collectCandidates(candidates), values: [name, identity, micros(ttl)] },
+            {
+              sql: Sql.advertise(candidates),
+              values: [name, identity, priority, version, micros(ttl), priority, version, micros(ttl)]
+            },
+            { sql: Sql.liveCandidates(candidates), values: [name] },
+            { sql: "COMMIT", values: [] }
+          ]),
+          (results) =>
+            rows(results[3]).map((row) => {
+              const { name: _, ...candidate } = Sql.toCandidate(row)
+              return candidate
+            })
+        ),
+      withdraw: (name, identity) => Effect.asVoid(one("withdraw", Sql.withdraw(candidates), [name, identity])),
+      candidates: Effect.map(
+        one("inspect", Sql.allCandidates(candidates), []),
+        (result) => rows(result).map(Sql.toCandidate)
+      )
+    }),
+    pool.timeout
+  )
 }
 
 /** Checks the options, then builds the store on the pool `open` gives for the checked timeout. */
@@ -559,7 +571,8 @@ const build = <E, R>(
   Effect.gen(function*() {
     const tableName = options.table ?? defaultTable
     const table = yield* qualifiedTable(options.schema, tableName)
-    const slotTable = yield* SqlStore.slotTable(options.slotTable, tableName, (name) => qualifiedTable(options.schema, name))
+    const slotTable = yield* SqlStore.slotTable(options.slotTable, tableName, (name) =>
+      qualifiedTable(options.schema, name))
     const candidates = yield* qualifiedTable(
       options.schema,
       options.candidatesTable ?? tableName + candidatesSuffix,
@@ -636,23 +649,27 @@ const makeOwningPool = (
   options: MysqlStoreUrlOptions
 ): Effect.Effect<MysqlStore, InvalidConfig | StoreError, Scope.Scope> =>
   Effect.flatMap(
-    Effect.all([SqlStore.maxConnections(options.maxConnections), limits.duration("connectTimeout", options.connectTimeout ?? Duration.seconds(5))]),
+    Effect.all([
+      SqlStore.maxConnections(options.maxConnections),
+      limits.duration("connectTimeout", options.connectTimeout ?? Duration.seconds(5))
+    ]),
     ([connectionLimit, connectTimeout]) =>
-    build(options, (timeout) =>
-      Pool.make({
-        ...connection,
-        connectionLimit,
-        maxIdle: connectionLimit,
-        waitForConnections: true,
-        connectTimeout: Duration.toMillis(connectTimeout),
-        enableKeepAlive: true,
-        // The statements rely on these; a caller's poolConfig must not undo them.
-        charset: "UTF8MB4_GENERAL_CI",
-        flags: ["FOUND_ROWS"],
-        // One request per transaction: one round trip per operation.
-        multipleStatements: true,
-        typeCast: true
-      }, timeout)))
+      build(options, (timeout) =>
+        Pool.make({
+          ...connection,
+          connectionLimit,
+          maxIdle: connectionLimit,
+          waitForConnections: true,
+          connectTimeout: Duration.toMillis(connectTimeout),
+          enableKeepAlive: true,
+          // The statements rely on these; a caller's poolConfig must not undo them.
+          charset: "UTF8MB4_GENERAL_CI",
+          flags: ["FOUND_ROWS"],
+          // One request per transaction: one round trip per operation.
+          multipleStatements: true,
+          typeCast: true
+        }, timeout))
+  )
 
 /**
  * Builds the store from the `MysqlClient` (`@effect/sql-mysql2`) an Effect
@@ -680,8 +697,10 @@ const makeOwningPool = (
 export const make = (
   options: MysqlStoreUrlOptions = {}
 ): Effect.Effect<MysqlStore, InvalidConfig | StoreError, MysqlClient.MysqlClient | Scope.Scope> =>
-  Effect.flatMap(Driver.MysqlClient.MysqlClient, (client) =>
-    Effect.flatMap(fromClientConfig(client.config), (connection) => makeOwningPool(connection, options)))
+  Effect.flatMap(
+    Driver.MysqlClient.MysqlClient,
+    (client) => Effect.flatMap(fromClientConfig(client.config), (connection) => makeOwningPool(connection, options))
+  )
 
 /**
  * The store of {@link make} as a layer over the `MysqlClient` in context.

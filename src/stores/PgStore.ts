@@ -36,7 +36,7 @@ import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { Pool, PoolConfig, QueryResult } from "pg"
-import { InvalidConfig } from "../ElectorError.js"
+import type { InvalidConfig } from "../ElectorError.js"
 import * as AnswersWithin from "../internal/answersWithin.js"
 import * as limits from "../internal/limits.js"
 import { stackless } from "../internal/stackless.js"
@@ -62,6 +62,20 @@ import { candidatesDdl, candidateStatements, ddl, lockTimeoutFor, statements } f
 
 export {
   /**
+   * @since 0.2.0
+   * @category errors
+   */
+  Saturated
+} from "./internal/gate.js"
+export {
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  OperationTimeout
+} from "./internal/sqlStore.js"
+export {
+  /**
    * @since 0.1.0
    * @category classification
    */
@@ -77,20 +91,6 @@ export {
    */
   toStoreError
 } from "./pg/classify.js"
-export {
-  /**
-   * @since 0.1.0
-   * @category errors
-   */
-  OperationTimeout
-} from "./internal/sqlStore.js"
-export {
-  /**
-   * @since 0.2.0
-   * @category errors
-   */
-  Saturated
-} from "./internal/gate.js"
 export {
   /**
    * @since 0.1.0
@@ -376,7 +376,10 @@ const lostCreateRace = (error: StoreError): boolean =>
  * })
  * ```
  */
-export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.Effect<PgStore, InvalidConfig | StoreError> =>
+export const makeFromPool = (
+  pool: Pool,
+  options: PgStoreOptions = {}
+): Effect.Effect<PgStore, InvalidConfig | StoreError> =>
   Effect.gen(function*() {
     const tableName = options.table ?? defaultTable
     const table = yield* qualifiedName(options.schema ?? "", tableName)
@@ -445,54 +448,58 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
       }
     }
     // Every call goes through the gate, which answers by the timeout.
-    return AnswersWithin.promise(limits.enforce<PgStore>({
-      table,
-      slotTable: Option.getOrUndefined(slotTable),
-      ensureSchema: Effect.zipRight(
-        create(`${ddl(table)}\n${candidatesDdl(candidates)}`),
-        Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => create(Slots.ddl(name)) })
-      ),
-      ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slotStore(name) }) }),
-      acquire: (name, identity, ttl, payload) =>
-        runThen(
-          "acquire",
-          sql.acquire,
-          [name, identity, microseconds(ttl), bytes(payload)],
-          (result) => Effect.succeed(toLease(result.rows[0] ?? {}))
+    return AnswersWithin.promise(
+      limits.enforce<PgStore>({
+        table,
+        slotTable: Option.getOrUndefined(slotTable),
+        ensureSchema: Effect.zipRight(
+          create(`${ddl(table)}\n${candidatesDdl(candidates)}`),
+          Option.match(slotTable, { onNone: () => Effect.void, onSome: (name) => create(Slots.ddl(name)) })
         ),
-      renew: (name, identity, fence, ttl, payload) =>
-        runThen(
-          "renew",
-          sql.renew,
-          [name, identity, fence.toString(), microseconds(ttl), bytes(payload)],
-          (result) =>
-            result.rows[0] === undefined
-              ? Effect.fail(new LeaseLost({ name, identity, fence }))
-              : Effect.succeed(toLease(result.rows[0]))
-        ),
-      release: (name, identity, fence) => Effect.asVoid(run("release", sql.release, [name, identity, fence.toString()])),
-      inspect: (name) =>
-        runThen(
-          "inspect",
-          sql.inspect,
-          [name],
-          (result) =>
-            result.rows[0] === undefined
-              ? Effect.fail(stackless(() => new NoLease({ name })))
-              : Effect.succeed(toLease(result.rows[0]))
-        ),
-      list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
-      advertise: (name, identity, { priority, version }, ttl) =>
-        Effect.map(
-          run("advertise", candidateSql.advertise, [name, identity, String(priority), microseconds(ttl), version]),
-          (result) => result.rows.map(toCandidate)
-        ),
-      withdraw: (name, identity) => Effect.asVoid(run("withdraw", candidateSql.withdraw, [name, identity])),
-      candidates: Effect.map(
-        run("inspect", candidateSql.candidates, []),
-        (result) => result.rows.map((row) => ({ name: text(row, "name"), ...toCandidate(row) }))
-      )
-    }), timeout)
+        ...Option.match(slotTable, { onNone: () => ({}), onSome: (name) => ({ slots: slotStore(name) }) }),
+        acquire: (name, identity, ttl, payload) =>
+          runThen(
+            "acquire",
+            sql.acquire,
+            [name, identity, microseconds(ttl), bytes(payload)],
+            (result) => Effect.succeed(toLease(result.rows[0] ?? {}))
+          ),
+        renew: (name, identity, fence, ttl, payload) =>
+          runThen(
+            "renew",
+            sql.renew,
+            [name, identity, fence.toString(), microseconds(ttl), bytes(payload)],
+            (result) =>
+              result.rows[0] === undefined
+                ? Effect.fail(new LeaseLost({ name, identity, fence }))
+                : Effect.succeed(toLease(result.rows[0]))
+          ),
+        release: (name, identity, fence) =>
+          Effect.asVoid(run("release", sql.release, [name, identity, fence.toString()])),
+        inspect: (name) =>
+          runThen(
+            "inspect",
+            sql.inspect,
+            [name],
+            (result) =>
+              result.rows[0] === undefined
+                ? Effect.fail(stackless(() => new NoLease({ name })))
+                : Effect.succeed(toLease(result.rows[0]))
+          ),
+        list: Effect.map(run("inspect", sql.list, []), (result) => result.rows.map(toLease)),
+        advertise: (name, identity, { priority, version }, ttl) =>
+          Effect.map(
+            run("advertise", candidateSql.advertise, [name, identity, String(priority), microseconds(ttl), version]),
+            (result) => result.rows.map(toCandidate)
+          ),
+        withdraw: (name, identity) => Effect.asVoid(run("withdraw", candidateSql.withdraw, [name, identity])),
+        candidates: Effect.map(
+          run("inspect", candidateSql.candidates, []),
+          (result) => result.rows.map((row) => ({ name: text(row, "name"), ...toCandidate(row) }))
+        )
+      }),
+      timeout
+    )
   }).pipe(SqlStore.withSchema(options))
 
 /**
@@ -511,8 +518,10 @@ export const makeFromPool = (pool: Pool, options: PgStoreOptions = {}): Effect.E
  * const StoreLive = PgStore.layerFromPool(pool, { ensureSchema: true })
  * ```
  */
-export const layerFromPool = (pool: Pool, options: PgStoreOptions = {}): Layer.Layer<Store, InvalidConfig | StoreError> =>
-  Layer.effect(Store, makeFromPool(pool, options))
+export const layerFromPool = (
+  pool: Pool,
+  options: PgStoreOptions = {}
+): Layer.Layer<Store, InvalidConfig | StoreError> => Layer.effect(Store, makeFromPool(pool, options))
 
 /**
  * The options of a store that owns its pool ({@link makeFromUrl},
@@ -608,8 +617,7 @@ export const makeFromUrl = (
   url: string | Redacted.Redacted<string>,
   options: PgStoreUrlOptions = {}
 ): Effect.Effect<PgStore, InvalidConfig | StoreError, Scope.Scope> =>
-  Effect.flatMap(validateUrl(SqlStore.reveal(url)), (connectionString) =>
-    makeOwningPool({ connectionString }, options))
+  Effect.flatMap(validateUrl(SqlStore.reveal(url)), (connectionString) => makeOwningPool({ connectionString }, options))
 
 /**
  * The store as a layer that owns its pool, configured to be safe behind a

@@ -20,7 +20,12 @@
  */
 import * as Effect from "effect/Effect"
 import * as fc from "fast-check"
-import { type Counters, describe as describeSchedule, type FleetOptions, fleetAsync } from "../internal/testing/property.js"
+import {
+  type Counters,
+  describe as describeSchedule,
+  fleetAsync,
+  type FleetOptions
+} from "../internal/testing/property.js"
 import * as Schedules from "../internal/testing/Schedule.js"
 import * as internal from "../internal/testing/Simulation.js"
 import * as VirtualTime from "../internal/testing/VirtualTime.js"
@@ -289,7 +294,9 @@ export const check = async (options: CheckOptions = {}): Promise<void> => {
   })
   if (!details.failed) return
   // The violation and the (shrunk) schedule, then how to replay it.
-  const found = details.errorInstance instanceof Error ? details.errorInstance.message : fc.defaultReportMessage(details)
+  const found = details.errorInstance instanceof Error
+    ? details.errorInstance.message
+    : fc.defaultReportMessage(details)
   throw new Error(
     `${found}\nfailed after ${details.numRuns} schedule(s), shrunk ${details.numShrinks} time(s); replay with ` +
       `Simulation.check({ ...options, seed: ${details.seed}, path: "${details.counterexamplePath}" })`

@@ -25,9 +25,11 @@ export const table = "chaos_election"
 
 /** Creates the election table on the throwaway database, once, before any fleet starts. */
 export const ensureSchema = (url: string): Promise<void> =>
-  Effect.runPromise(Effect.scoped(Layer.build(PgStore.layerFromUrl(url, { table, ensureSchema: true }))).pipe(
-    Effect.asVoid
-  ))
+  Effect.runPromise(
+    Effect.scoped(Layer.build(PgStore.layerFromUrl(url, { table, ensureSchema: true }))).pipe(
+      Effect.asVoid
+    )
+  )
 
 /** The store a chaos participant uses unless told otherwise. */
 export const pgStore = (url: string): Layer.Layer<Store.Store, unknown> =>
@@ -177,8 +179,11 @@ export const startFleet = async (
     leader: () => oracle.leaders()[0]?.id,
     isLeading,
     leaderWithin: (timeoutMs, not) =>
-      poll(`a leader${not === undefined ? "" : ` other than ${not}`}`, timeoutMs, () =>
-        oracle.leaders().find((i) => i.id !== not)),
+      poll(
+        `a leader${not === undefined ? "" : ` other than ${not}`}`,
+        timeoutMs,
+        () => oracle.leaders().find((i) => i.id !== not)
+      ),
     stableLeaderWithin: (timeoutMs, holdMs) => {
       let candidate: { readonly interval: Interval; readonly seenAt: number } | undefined
       return poll(`a leader that keeps leading for ${holdMs} ms`, timeoutMs + holdMs, () => {
@@ -190,8 +195,11 @@ export const startFleet = async (
       })
     },
     nextTerm: (since, timeoutMs, not) =>
-      poll(`a new term${not === undefined ? "" : ` of someone other than ${not}`}`, timeoutMs, () =>
-        oracle.intervals().find((i) => i.start >= since && i.id !== not)),
+      poll(
+        `a new term${not === undefined ? "" : ` of someone other than ${not}`}`,
+        timeoutMs,
+        () => oracle.intervals().find((i) => i.start >= since && i.id !== not)
+      ),
     steppedDown: (id, timeoutMs) =>
       poll(`${id} to step down`, timeoutMs, () => isLeading(id) ? undefined : performance.now()),
     start,

@@ -1,18 +1,23 @@
+import { PgClient } from "@effect/sql-pg"
+import { it as effectIt } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import { promisify } from "node:util"
-import { it as effectIt } from "@effect/vitest"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Mode, startProxy, type FaultProxy } from "./harness/FaultProxy.js"
+import { type FaultProxy, Mode, startProxy } from "./harness/FaultProxy.js"
 import { IntervalOracle } from "./harness/IntervalOracle.js"
 import { isAlive, sleep, waitFor } from "./harness/process.js"
-import { parseVersion, startPgBouncer, supportsMaxPreparedStatements, type ThrowawayPgBouncer } from "./harness/ThrowawayPgBouncer.js"
-import { startPostgres, type ThrowawayPostgres } from "./harness/ThrowawayPostgres.js"
 import { topologyScoped } from "./harness/scoped.js"
+import {
+  parseVersion,
+  startPgBouncer,
+  supportsMaxPreparedStatements,
+  type ThrowawayPgBouncer
+} from "./harness/ThrowawayPgBouncer.js"
+import { startPostgres, type ThrowawayPostgres } from "./harness/ThrowawayPostgres.js"
 import { startTopology } from "./harness/Topology.js"
 
 const execFileAsync = promisify(execFile)
@@ -40,7 +45,10 @@ const connected = async (port: number): Promise<pg.Client> => {
 }
 
 /** Settles with "pending" if `promise` has not settled after `ms`. */
-const within = <A>(promise: Promise<A>, ms: number): Promise<{ readonly value: A } | { readonly error: unknown } | "pending"> =>
+const within = <A>(
+  promise: Promise<A>,
+  ms: number
+): Promise<{ readonly value: A } | { readonly error: unknown } | "pending"> =>
   Promise.race([
     promise.then((value) => ({ value }), (error: unknown) => ({ error })),
     sleep(ms).then(() => "pending" as const)
@@ -292,7 +300,9 @@ describe("ThrowawayPostgres", () => {
   it("is a fresh server on its own port with a database named test", async () => {
     expect(db.port).not.toBe(5432)
     expect(db.url()).toBe(`postgres://postgres@127.0.0.1:${db.port}/test`)
-    const rows = await db.sql<{ db: string; fsync: string }>("select current_database() as db, current_setting('fsync') as fsync")
+    const rows = await db.sql<{ db: string; fsync: string }>(
+      "select current_database() as db, current_setting('fsync') as fsync"
+    )
     expect(rows).toEqual([{ db: "test", fsync: "off" }])
   })
 
@@ -597,7 +607,9 @@ describe("Topology", () => {
 describe("exit hook", () => {
   it("kills a leftover server and removes its directory when the process exits without cleaning up", async () => {
     const script = [
-      `import { startPostgres } from ${JSON.stringify(new URL("./harness/ThrowawayPostgres.ts", import.meta.url).pathname)}`,
+      `import { startPostgres } from ${
+        JSON.stringify(new URL("./harness/ThrowawayPostgres.ts", import.meta.url).pathname)
+      }`,
       "const db = await startPostgres()",
       "console.log(JSON.stringify({ pid: db.postmasterPid(), dir: db.dir }))",
       "process.exit(0)"
@@ -629,13 +641,16 @@ describe("scoped resources", () => {
       expect(yield* Effect.promise(() => canListen(topology.proxy("a").port))).toBe(true)
     }))
 
-  effectIt.live("@effect/sql-pg reaches the database through a participant's proxy and the pooler", () =>
-    Effect.gen(function*() {
-      const topology = yield* topologyScoped({ participants: ["a"], pooled: true })
-      const client = PgClient.layer({ url: Redacted.make(topology.url("a")), maxConnections: 2 })
-      const rows = yield* Effect.flatMap(PgClient.PgClient, (sql) => sql<{ n: number }>`select ${41}::int + 1 as n`)
-        .pipe(Effect.provide(client), Effect.orDie)
-      expect(rows).toEqual([{ n: 42 }])
-      expect(topology.proxy("a").stats().bytesUp).toBeGreaterThan(0)
-    }).pipe(Effect.scoped))
+  effectIt.live(
+    "@effect/sql-pg reaches the database through a participant's proxy and the pooler",
+    () =>
+      Effect.gen(function*() {
+        const topology = yield* topologyScoped({ participants: ["a"], pooled: true })
+        const client = PgClient.layer({ url: Redacted.make(topology.url("a")), maxConnections: 2 })
+        const rows = yield* Effect.flatMap(PgClient.PgClient, (sql) => sql<{ n: number }>`select ${41}::int + 1 as n`)
+          .pipe(Effect.provide(client), Effect.orDie)
+        expect(rows).toEqual([{ n: 42 }])
+        expect(topology.proxy("a").stats().bytesUp).toBeGreaterThan(0)
+      }).pipe(Effect.scoped)
+  )
 })

@@ -40,10 +40,16 @@ const participant = async (topology: Topology, name: string, id: string, runs: A
   const quiet = <A, E>(effect: Effect.Effect<A, E>) => Logger.withMinimumLogLevel(effect, LogLevel.Error)
   const run = Effect.runFork(quiet(elector.run))
   const job = Effect.runFork(quiet(
-    Elector.schedule("chaos-cron", "*/5 * * * * *", (slot) =>
-      Effect.sync(() => runs.push({ id, at: slot.at.getTime(), fence: slot.fence, lateMs: Date.now() - slot.at.getTime() }))).pipe(
-        Effect.provideService(Elector.Elector, elector)
-      )
+    Elector.schedule(
+      "chaos-cron",
+      "*/5 * * * * *",
+      (slot) =>
+        Effect.sync(() =>
+          runs.push({ id, at: slot.at.getTime(), fence: slot.fence, lateMs: Date.now() - slot.at.getTime() })
+        )
+    ).pipe(
+      Effect.provideService(Elector.Elector, elector)
+    )
   ))
   return {
     elector,

@@ -91,7 +91,9 @@ export const runScenario = async (path: Path, topology: Topology, scenario: Scen
       expect(fleet.oracle.intervals().length, "leadership changes").toBeLessThanOrEqual(scenario.maxTerms)
     }
   } catch (error) {
-    throw new Error(`${scenario.name} (${path}): ${error instanceof Error ? error.message : String(error)}\n${report(fleet)}`)
+    throw new Error(
+      `${scenario.name} (${path}): ${error instanceof Error ? error.message : String(error)}\n${report(fleet)}`
+    )
   } finally {
     topology.setAll(Mode.pass)
     await fleet.destroy()

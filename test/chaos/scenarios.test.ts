@@ -196,7 +196,9 @@ export const scenarios: ReadonlyArray<Scenario> = [
 ]
 
 const only = process.env["CHAOS_ONLY"]
-const selected = only === undefined ? scenarios : scenarios.filter((s) => only.split(",").some((n) => s.name.includes(n)))
+const selected = only === undefined
+  ? scenarios
+  : scenarios.filter((s) => only.split(",").some((n) => s.name.includes(n)))
 
 describe.each(["direct", "pooled"] as const)("chaos: %s", (path: Path) => {
   let topology: Topology
@@ -217,5 +219,11 @@ describe.each(["direct", "pooled"] as const)("chaos: %s", (path: Path) => {
 })
 
 afterAll(() => {
-  console.log(results.map((r) => `${r.path}\t${r.scenario}\tterms=${r.terms}\trecovery=${r.recoveryMs}ms\t${JSON.stringify(r.notes)}\t${r.seconds}s`).join("\n"))
+  console.log(
+    results.map((r) =>
+      `${r.path}\t${r.scenario}\tterms=${r.terms}\trecovery=${r.recoveryMs}ms\t${
+        JSON.stringify(r.notes)
+      }\t${r.seconds}s`
+    ).join("\n")
+  )
 })

@@ -11,13 +11,16 @@ const unit = fc.double({ min: 0, max: 1 - 2 ** -52, noNaN: true })
 
 describe("backoff and jitter", () => {
   it("a poll delay is a whole number of milliseconds in [period/2, period)", () =>
-    fc.assert(fc.property(fc.integer({ min: 2, max: 10_000_000 }), unit, (period, u) => {
-      const d = Duration.toMillis(jittered(Duration.millis(period), u))
-      expect(Number.isInteger(d)).toBe(true)
-      // Flooring to whole milliseconds: exactly period/2 for an even period.
-      expect(d).toBeGreaterThanOrEqual(Math.floor(period / 2))
-      expect(d).toBeLessThan(period)
-    }), { numRuns: 5000 }))
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 10_000_000 }), unit, (period, u) => {
+        const d = Duration.toMillis(jittered(Duration.millis(period), u))
+        expect(Number.isInteger(d)).toBe(true)
+        // Flooring to whole milliseconds: exactly period/2 for an even period.
+        expect(d).toBeGreaterThanOrEqual(Math.floor(period / 2))
+        expect(d).toBeLessThan(period)
+      }),
+      { numRuns: 5000 }
+    ))
 
   it("after failures a poll delay doubles per failure, up to the factor or the cap, never under the plain period", () =>
     fc.assert(
@@ -52,12 +55,15 @@ describe("backoff and jitter", () => {
   })
 
   it("a renewal delay is a whole number of milliseconds, never later than renewInterval nor sooner than half of it (the first) or 9/10 (the others)", () =>
-    fc.assert(fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), unit, fc.boolean(), (interval, u, first) => {
-      const d = Duration.toMillis(renewalDelay(Duration.millis(interval), u, first))
-      expect(Number.isInteger(d)).toBe(true)
-      expect(d).toBeLessThanOrEqual(interval)
-      expect(d).toBeGreaterThanOrEqual(Math.max(1, Math.floor(interval * (first ? 0.5 : 0.9))))
-    }), { numRuns: 5000 }))
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), unit, fc.boolean(), (interval, u, first) => {
+        const d = Duration.toMillis(renewalDelay(Duration.millis(interval), u, first))
+        expect(Number.isInteger(d)).toBe(true)
+        expect(d).toBeLessThanOrEqual(interval)
+        expect(d).toBeGreaterThanOrEqual(Math.max(1, Math.floor(interval * (first ? 0.5 : 0.9))))
+      }),
+      { numRuns: 5000 }
+    ))
 
   it("renewal jitter spreads over its whole range, and draws of 0 renew at exactly renewInterval", () => {
     expect(Duration.toMillis(renewalDelay(Duration.seconds(5), 0, true))).toBe(5000)

@@ -10,14 +10,17 @@ const rate = fc.double({ min: 0.5, max: 1.001, noNaN: true })
 
 describe("when a follower claims", () => {
   it("untilClaimable is (ttl + 1ms) * (1 + 1/1000), rounded up to a whole millisecond", () =>
-    fc.assert(fc.property(ttlMillis, (ttl) => {
-      const wait = Duration.toMillis(untilClaimable(Duration.millis(ttl)))
-      expect(Number.isInteger(wait)).toBe(true)
-      // In integers: wait * 1000 >= (ttl + 1) * 1001, and by less than 1000 more.
-      const needed = (BigInt(ttl) + 1n) * 1001n
-      expect(BigInt(wait) * 1000n).toBeGreaterThanOrEqual(needed)
-      expect(BigInt(wait) * 1000n - needed).toBeLessThan(2000n)
-    }), { numRuns: 5000 }))
+    fc.assert(
+      fc.property(ttlMillis, (ttl) => {
+        const wait = Duration.toMillis(untilClaimable(Duration.millis(ttl)))
+        expect(Number.isInteger(wait)).toBe(true)
+        // In integers: wait * 1000 >= (ttl + 1) * 1001, and by less than 1000 more.
+        const needed = (BigInt(ttl) + 1n) * 1001n
+        expect(BigInt(wait) * 1000n).toBeGreaterThanOrEqual(needed)
+        expect(BigInt(wait) * 1000n - needed).toBeLessThan(2000n)
+      }),
+      { numRuns: 5000 }
+    ))
 
   it("a claim never lands before the database's expiry, and comes no later than the next poll", () =>
     fc.assert(

@@ -24,14 +24,17 @@ const ms = 1_000_000n
 
 describe("lease duration maths", () => {
   it("ttl is expiresAt - now floored at zero, consistent with isExpired and isHeldBy", () =>
-    fc.assert(fc.property(lease, fc.constantFrom("a", "b"), (l, who) => {
-      const left = l.expiresAt.getTime() - l.now.getTime()
-      const ttl = Duration.toMillis(Lease.ttl(l))
-      expect(ttl).toBe(Math.max(0, left))
-      expect(Lease.isExpired(l)).toBe(left <= 0)
-      expect(Lease.isExpired(l)).toBe(ttl === 0)
-      expect(Lease.isHeldBy(l, who)).toBe(l.holder === who && left > 0)
-    }), { numRuns: 2000 }))
+    fc.assert(
+      fc.property(lease, fc.constantFrom("a", "b"), (l, who) => {
+        const left = l.expiresAt.getTime() - l.now.getTime()
+        const ttl = Duration.toMillis(Lease.ttl(l))
+        expect(ttl).toBe(Math.max(0, left))
+        expect(Lease.isExpired(l)).toBe(left <= 0)
+        expect(Lease.isExpired(l)).toBe(ttl === 0)
+        expect(Lease.isHeldBy(l, who)).toBe(l.holder === who && left > 0)
+      }),
+      { numRuns: 2000 }
+    ))
 
   it("the local deadline never exceeds sentAt + requested - margin, nor sentAt + ttl - margin", () =>
     fc.assert(

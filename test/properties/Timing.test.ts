@@ -26,7 +26,10 @@ describe("timing invariant", () => {
           expect(fits).toBe(true)
           expect(Duration.toMillis(c.retryDelay)).toBe(retryDelay)
           expect(Duration.toMillis(c.safetyMargin)).toBe(safety)
-          const needed = Duration.sum(Duration.sum(c.renewInterval, Duration.times(c.operationTimeout, 2)), c.retryDelay)
+          const needed = Duration.sum(
+            Duration.sum(c.renewInterval, Duration.times(c.operationTimeout, 2)),
+            c.retryDelay
+          )
           expect(Duration.lessThanOrEqualTo(needed, Duration.subtract(c.leaseDuration, c.safetyMargin))).toBe(true)
         } else {
           const error = result.left

@@ -27,7 +27,9 @@ const jobs = (delivery: Job.Delivery) => (): Simulation.Workload => {
           runs.set(slot.at.getTime(), all)
           seen.runs++
           if (all.length > 1) seen.again++
-          yield* Effect.sleep(Duration.millis(400)).pipe(Effect.onInterrupt(() => Effect.sync(() => seen.interrupted++)))
+          yield* Effect.sleep(Duration.millis(400)).pipe(
+            Effect.onInterrupt(() => Effect.sync(() => seen.interrupted++))
+          )
           run.completed = true
         })
     },

@@ -66,7 +66,10 @@ describe("fleet simulation regressions", () => {
   })
 
   it("the same schedule without the step back is safe", () => {
-    const result = Simulation.run({ ...resurrected, events: resurrected.events.slice(0, 1) }, { step: 50, seed: 791_266_345 })
+    const result = Simulation.run({ ...resurrected, events: resurrected.events.slice(0, 1) }, {
+      step: 50,
+      seed: 791_266_345
+    })
     expect(result.violation).toBeUndefined()
   })
 })

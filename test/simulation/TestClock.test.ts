@@ -14,7 +14,12 @@ const schedule: Simulation.Schedule = {
       event: {
         _tag: "Partition",
         slot: "leader",
-        faults: { acquire: [{ _tag: "Hang" }], renew: [{ _tag: "LostReply" }], release: [{ _tag: "Hang" }], inspect: [{ _tag: "Fail" }] }
+        faults: {
+          acquire: [{ _tag: "Hang" }],
+          renew: [{ _tag: "LostReply" }],
+          release: [{ _tag: "Hang" }],
+          inspect: [{ _tag: "Fail" }]
+        }
       }
     },
     { at: 4000, event: { _tag: "StepBack", millis: 700 } },

@@ -1,9 +1,9 @@
-import { describe, expect, it } from "vitest"
 import { Duration, Effect } from "effect"
 import * as fc from "fast-check"
+import { describe, expect, it } from "vitest"
 import { Oracle } from "../../src/internal/testing/Oracle.js"
 import { VirtualTime } from "../../src/internal/testing/VirtualTime.js"
-import * as Lease from "../../src/Lease.js"
+import type * as Lease from "../../src/Lease.js"
 import * as Simulation from "../../src/testing/Simulation.js"
 
 const lease = (holder: string, fence: bigint, ttl: number): Lease.Lease => ({
@@ -29,7 +29,12 @@ describe("the simulation's oracle", () => {
       o.onStart("a", 1n, 0)
       o.onStop("a", 1n)
       o.onStart("b", 2n, 10)
-      o.sample(10, [{ identity: "b", isLeader: true, fence: 2n }, { identity: "a", isLeader: false, fence: undefined }], lease("b", 2n, 5), true)
+      o.sample(
+        10,
+        [{ identity: "b", isLeader: true, fence: 2n }, { identity: "a", isLeader: false, fence: undefined }],
+        lease("b", 2n, 5),
+        true
+      )
       o.finish(20, 0, 20)
     })).toBeUndefined()
   })
@@ -38,7 +43,11 @@ describe("the simulation's oracle", () => {
     expect(first((o) => {
       o.onStart("a", 1n, 0)
       o.onStart("b", 2n, 5)
-    })).toEqual({ check: "work-overlap", at: 5, message: "b started work under fence 2 while a's work under fence 1 still ran" })
+    })).toEqual({
+      check: "work-overlap",
+      at: 5,
+      message: "b started work under fence 2 while a's work under fence 1 still ran"
+    })
     expect(first((o) => {
       o.onStart("a", 1n, 0)
       o.onStop("a", 1n)
@@ -124,7 +133,10 @@ describe("Simulation.check", () => {
   it("replays one schedule from a reported seed and path", async () => {
     const seen: Array<number> = []
     const workload = () => ({ invariant: (at: number) => (seen.push(at), at >= 1000 ? `at ${at}` : undefined) })
-    const failure = await Simulation.check({ schedules, runs: 5, seed: 5, workload }).then(() => undefined, (e: Error) => e)
+    const failure = await Simulation.check({ schedules, runs: 5, seed: 5, workload }).then(
+      () => undefined,
+      (e: Error) => e
+    )
     const replay = /seed: (\d+), path: "([\d:]*)"/.exec(failure!.message)!
     expect(failure!.message).toContain("invariant at 1000ms: at 1000")
     seen.length = 0

@@ -51,7 +51,9 @@ const details = await fc.check(Simulation.property({ schedules: options, step: N
 })
 const seconds = (performance.now() - started) / 1000
 console.log(
-  `${counters.schedules} schedules in ${seconds.toFixed(1)}s: ${(counters.schedules / seconds).toFixed(1)} schedules/s, ` +
+  `${counters.schedules} schedules in ${seconds.toFixed(1)}s: ${
+    (counters.schedules / seconds).toFixed(1)
+  } schedules/s, ` +
     `${(counters.virtualMillis / 3_600_000).toFixed(2)} virtual hours, ${counters.terms} terms (seed ${seed})`
 )
 if (details.failed) {

@@ -23,7 +23,9 @@ const describe = (handle: unknown): string => {
   }
   if (handle instanceof net.Server) {
     const address = handle.address()
-    return `server listening on ${typeof address === "string" || address === null ? String(address) : `${address.address}:${address.port}`}`
+    return `server listening on ${
+      typeof address === "string" || address === null ? String(address) : `${address.address}:${address.port}`
+    }`
   }
   if (handle instanceof ChildProcess) return `child process ${handle.pid}: ${handle.spawnargs.join(" ")}`
   return (handle as object | null)?.constructor?.name ?? String(handle)

@@ -87,14 +87,20 @@ export interface Analysis {
   readonly violations: ReadonlyArray<Violation>
   readonly wakes: ReadonlyArray<WakeEpisode>
   /** Who led when (term minus frozen spells), sorted by start. */
-  readonly leading: ReadonlyArray<{ readonly id: string; readonly fence: bigint; readonly from: number; readonly to: number }>
+  readonly leading: ReadonlyArray<
+    { readonly id: string; readonly fence: bigint; readonly from: number; readonly to: number }
+  >
 }
 
 const ms = (us: number): string => `${(us / 1000).toFixed(1)}ms`
 const showTerm = (t: Term): string => `${t.id}#${t.fence}`
 
 /** Subtracts the frozen spells from [from, to]. */
-const segments = (from: number, to: number, frozen: ReadonlyArray<readonly [number, number]>): Array<[number, number]> => {
+const segments = (
+  from: number,
+  to: number,
+  frozen: ReadonlyArray<readonly [number, number]>
+): Array<[number, number]> => {
   const out: Array<[number, number]> = []
   let cursor = from
   for (const [a, b] of [...frozen].sort((x, y) => x[0] - y[0])) {
@@ -156,7 +162,10 @@ export const analyse = (
     for (const event of log.events) {
       if (event.e === "start") {
         if (current !== undefined) {
-          violations.push({ kind: "Overlap", message: `${log.id} started fence ${event.f} inside fence ${current.fence}` })
+          violations.push({
+            kind: "Overlap",
+            message: `${log.id} started fence ${event.f} inside fence ${current.fence}`
+          })
           close(event.t, "stop")
         }
         current = { fence: BigInt(event.f), start: event.t, acts: 0 }
@@ -177,8 +186,10 @@ export const analyse = (
   const byFence = [...terms].sort((a, b) => (a.fence < b.fence ? -1 : a.fence > b.fence ? 1 : 0))
   let latest: Term | undefined
   for (const term of byFence) {
-    if (term.earliestT1 !== undefined && latest?.latestT0 !== undefined && latest.fence < term.fence &&
-      latest.latestT0 > term.earliestT1) {
+    if (
+      term.earliestT1 !== undefined && latest?.latestT0 !== undefined && latest.fence < term.fence &&
+      latest.latestT0 > term.earliestT1
+    ) {
       violations.push({
         kind: "StaleAct",
         message: `${showTerm(latest)} acted at ${ms(latest.latestT0)} after ${showTerm(term)} (newer) had acted by ${
@@ -199,9 +210,9 @@ export const analyse = (
     else {
       violations.push({
         kind: "FenceShared",
-        message: `fence ${term.fence} used by ${showTerm(first)} (from ${ms(first.start)}) and ${showTerm(term)} (from ${
-          ms(term.start)
-        })`
+        message: `fence ${term.fence} used by ${showTerm(first)} (from ${ms(first.start)}) and ${
+          showTerm(term)
+        } (from ${ms(term.start)})`
       })
     }
   }
@@ -242,7 +253,9 @@ export const analyse = (
       if (episode.steps > 1 || episode.stepsTrue > 0) {
         violations.push({
           kind: "StepsAfterWake",
-          message: `${showTerm(term)} woke superseded and its work took ${episode.steps} steps (${episode.stepsTrue} hearing true) in the ${
+          message: `${
+            showTerm(term)
+          } woke superseded and its work took ${episode.steps} steps (${episode.stepsTrue} hearing true) in the ${
             ms(episode.windowUs)
           } before its term ended`
         })
@@ -268,9 +281,9 @@ export const analyse = (
     if (reach !== undefined && reach.fence !== segment.fence && reach.to > segment.from) {
       violations.push({
         kind: "Overlap",
-        message: `${reach.id}#${reach.fence} believed it led until ${ms(reach.to)}, ${segment.id}#${segment.fence} from ${
-          ms(segment.from)
-        }`
+        message: `${reach.id}#${reach.fence} believed it led until ${
+          ms(reach.to)
+        }, ${segment.id}#${segment.fence} from ${ms(segment.from)}`
       })
     }
     if (reach === undefined || segment.to > reach.to) reach = segment

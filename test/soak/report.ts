@@ -19,20 +19,28 @@ const failover = (r: Result): string =>
 const wakes = (r: Result): string =>
   r.wakes.length === 0
     ? "—"
-    : `${fmt(Math.max(...r.wakes.map((w) => w.windowMs)), 1)} ms, ≤${Math.max(...r.wakes.map((w) => w.steps))} step (${r.wakes.length})`
+    : `${fmt(Math.max(...r.wakes.map((w) => w.windowMs)), 1)} ms, ≤${
+      Math.max(...r.wakes.map((w) => w.steps))
+    } step (${r.wakes.length})`
 
 const leaderless = (r: Result): string => {
   if (r.leaderless.length === 0) return "—"
   const leader = r.leaderless.filter((l) => l.label === "leader").map((l) => l.ms)
   const follower = r.leaderless.filter((l) => l.label !== "leader").map((l) => l.ms)
-  return `leader ${leader.length === 0 ? "—" : leader.join("/")}, followers ${follower.length === 0 ? "—" : Math.max(...follower)}`
+  return `leader ${leader.length === 0 ? "—" : leader.join("/")}, followers ${
+    follower.length === 0 ? "—" : Math.max(...follower)
+  }`
 }
 
 const memory = (r: Result): string => {
   const m = r.resources
   if (m.heapMb === undefined) return "—"
-  const growth = m.heapMbPerHour === undefined ? "n/a" : `${m.heapMbPerHour >= 0 ? "+" : ""}${m.heapMbPerHour.toFixed(1)} MB/h`
-  const handles = m.handlesPerHour === undefined ? "" : `, handles ${m.handlesPerHour >= 0 ? "+" : ""}${m.handlesPerHour.toFixed(0)}/h`
+  const growth = m.heapMbPerHour === undefined
+    ? "n/a"
+    : `${m.heapMbPerHour >= 0 ? "+" : ""}${m.heapMbPerHour.toFixed(1)} MB/h`
+  const handles = m.handlesPerHour === undefined
+    ? ""
+    : `, handles ${m.handlesPerHour >= 0 ? "+" : ""}${m.handlesPerHour.toFixed(0)}/h`
   return `${growth} (heap ≤${m.heapMb.toFixed(1)} MB over ${m.sampledSeconds} s${handles}, ≤${m.handlesMax} handles)`
 }
 
@@ -59,7 +67,9 @@ export const table = (results: ReadonlyArray<Result>): string => {
     faults(r),
     String(r.terms),
     String(r.violations.length + r.failures.length),
-    `${r.recoveryMs} / ${fmt(r.maxGapAfterHealMs)}${r.gapsUnresolved > 0 ? ` (${r.gapsUnresolved} cut by the next fault)` : ""}`,
+    `${r.recoveryMs} / ${fmt(r.maxGapAfterHealMs)}${
+      r.gapsUnresolved > 0 ? ` (${r.gapsUnresolved} cut by the next fault)` : ""
+    }`,
     failover(r),
     wakes(r),
     leaderless(r),

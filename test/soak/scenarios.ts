@@ -312,7 +312,9 @@ export const runScenario = async (shared: Backend, scenario: Scenario, options: 
     process.stderr.write(
       `\n${scenario.name} (${backend.path}) logs in ${logDir}\n${
         analysis.terms.map((t) =>
-          `  ${t.id}#${t.fence} ${(t.start / 1000).toFixed(1)}..${(t.end / 1000).toFixed(1)} ${t.endedBy} acts=${t.acts} frozen=${t.frozen.length}`
+          `  ${t.id}#${t.fence} ${(t.start / 1000).toFixed(1)}..${
+            (t.end / 1000).toFixed(1)
+          } ${t.endedBy} acts=${t.acts} frozen=${t.frozen.length}`
         ).join("\n")
       }\n`
     )

@@ -61,7 +61,10 @@ export const logged = <A, E>(effect: Effect.Effect<A, E>) =>
 export const whileClientBusy = (sql: SqlClient, store: Store.StoreShape): Effect.Effect<Lease, unknown> => {
   const name = uniqueName("client")
   return sql.withTransaction(
-    Effect.zipRight(sql`SELECT 1`, Effect.zipRight(store.acquire(name, "a", Duration.seconds(30), null), store.inspect(name)))
+    Effect.zipRight(
+      sql`SELECT 1`,
+      Effect.zipRight(store.acquire(name, "a", Duration.seconds(30), null), store.inspect(name))
+    )
   )
 }
 
@@ -116,12 +119,16 @@ export const describeConstructors = (spec: ConstructorSpec) => {
     it.live("a Redacted URL's password shows in no error, cause or log line", () =>
       Effect.gen(function*() {
         const [failing, failure] = spec.failing
-        const failed = yield* logged(Effect.provide(roundTrip, spec.layerFromUrl(failing, { table: "t", ensureSchema: false })))
+        const failed = yield* logged(
+          Effect.provide(roundTrip, spec.layerFromUrl(failing, { table: "t", ensureSchema: false }))
+        )
         expect(Exit.isFailure(failed.exit)).toBe(true)
         expect(failed.text).toContain(failure)
         expect(failed.text).not.toContain(secret)
         for (const [url, reason] of spec.refused) {
-          const refused = yield* logged(Effect.provide(Effect.void, spec.layerFromUrl(url, { table: "t", ensureSchema: false })))
+          const refused = yield* logged(
+            Effect.provide(Effect.void, spec.layerFromUrl(url, { table: "t", ensureSchema: false }))
+          )
           expect(refused.text).toContain(reason)
           expect(refused.text).not.toContain(secret)
         }
@@ -168,7 +175,10 @@ export const describeConstructors = (spec: ConstructorSpec) => {
         withSecret.password = secret
         const bad = yield* Effect.flip(Effect.provide(
           Effect.void,
-          withConfig([["DATABASE_URL", withSecret.toString()], ["ELECTION_TABLE", ""], ["ELECTION_ENSURE_SCHEMA", "false"]])
+          withConfig([["DATABASE_URL", withSecret.toString()], ["ELECTION_TABLE", ""], [
+            "ELECTION_ENSURE_SCHEMA",
+            "false"
+          ]])
         ))
         expect(bad).toMatchObject({ _tag: spec.configErrorTag, field: "table" })
         expect(Cause.pretty(Cause.fail(bad))).not.toContain(secret)
@@ -177,6 +187,9 @@ export const describeConstructors = (spec: ConstructorSpec) => {
 
   describe(`${spec.name}.layer from the @effect/sql client in context`, () => {
     it.live("takes the client's URL", () =>
-      Effect.provide(roundTrip, spec.layerFromClient(Redacted.make(spec.url), { table: spec.fresh("client_url"), ensureSchema: true })))
+      Effect.provide(
+        roundTrip,
+        spec.layerFromClient(Redacted.make(spec.url), { table: spec.fresh("client_url"), ensureSchema: true })
+      ))
   })
 }

@@ -32,11 +32,13 @@ interface Dialect {
  * PostgreSQL would truncate the name to another one).
  */
 const dropper = (dialect: Dialect) => async (...tables: ReadonlyArray<StoreTables>): Promise<void> => {
-  const names = new Set(tables.flatMap((entry) => {
-    const { table, slotTable = `${table}_slots`, candidatesTable = table + dialect.candidatesSuffix } =
-      typeof entry === "string" ? { table: entry } : entry
-    return [table, slotTable, candidatesTable]
-  }).filter((name) => Either.isRight(dialect.schema("", name))))
+  const names = new Set(
+    tables.flatMap((entry) => {
+      const { table, slotTable = `${table}_slots`, candidatesTable = table + dialect.candidatesSuffix } =
+        typeof entry === "string" ? { table: entry } : entry
+      return [table, slotTable, candidatesTable]
+    }).filter((name) => Either.isRight(dialect.schema("", name)))
+  )
   if (names.size > 0) await dialect.run(`DROP TABLE IF EXISTS ${[...names].map(dialect.quoteIdentifier).join(", ")}`)
 }
 

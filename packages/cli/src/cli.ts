@@ -8,6 +8,11 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
+import type { InvalidConfig } from "effect-leaderelection/ElectorError"
+import type { Lease } from "effect-leaderelection/Lease"
+import type { Candidate, StoreError } from "effect-leaderelection/Store"
+import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+import * as PgStore from "effect-leaderelection/stores/PgStore"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
@@ -17,11 +22,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import type { InvalidConfig } from "effect-leaderelection/ElectorError"
-import type { Lease } from "effect-leaderelection/Lease"
-import type { Candidate, StoreError } from "effect-leaderelection/Store"
-import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
-import * as PgStore from "effect-leaderelection/stores/PgStore"
 
 /** Something the command cannot do; `reason` is the one line it prints. */
 export class CliError extends Data.TaggedError("CliError")<{ readonly reason: string }> {
@@ -38,7 +38,9 @@ const dialectOf = (url: string): Either.Either<Dialect, CliError> => {
   if (scheme === "postgres:" || scheme === "postgresql:") return Either.right("pg")
   if (scheme === "mysql:" || scheme === "mariadb:") return Either.right("mysql")
   return Either.left(
-    new CliError({ reason: `unsupported URL scheme ${scheme} (use postgres://, postgresql://, mysql:// or mariadb://)` })
+    new CliError({
+      reason: `unsupported URL scheme ${scheme} (use postgres://, postgresql://, mysql:// or mariadb://)`
+    })
   )
 }
 
@@ -88,9 +90,11 @@ const open = (target: Target): Effect.Effect<Listing, CliError, Scope.Scope> =>
       error._tag === "StoreError" ? explain(error, target.table) : new CliError({ reason: oneLine(error.message) }))
     return {
       table: store.table,
-      list: Effect.mapError(store.list, (error) => explain(error, store.table)),
+      list: Effect.mapError(store.list, (error) =>
+        explain(error, store.table)),
       candidates: store.candidates.pipe(
-        Effect.catchIf((error) => missingTable.has(error.code ?? ""), () => Effect.succeed([])),
+        Effect.catchIf((error) =>
+          missingTable.has(error.code ?? ""), () => Effect.succeed([])),
         Effect.mapError((error) => explain(error, `${store.table} (candidates)`))
       )
     }
@@ -250,58 +254,65 @@ const json = Options.boolean("json").pipe(
 
 const localTime = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis).toISOString())
 
-const status = Command.make("status", { url, schema: schemaName, table, json }, (options) =>
-  Effect.scoped(Effect.gen(function*() {
-    const store = yield* open(options)
-    const leases = yield* store.list
-    const candidates = yield* store.candidates
-    yield* Console.log(
-      options.json
-        ? snapshotJson(yield* localTime, store.table, leases, candidates)
-        : render(store.table, leases, candidates)
-    )
-  }))).pipe(
-    Command.withDescription(
-      "who leads each election in the table: fence, remaining lease, term age; and its candidates with their priorities"
-    )
+const status = Command.make(
+  "status",
+  { url, schema: schemaName, table, json },
+  (options) =>
+    Effect.scoped(Effect.gen(function*() {
+      const store = yield* open(options)
+      const leases = yield* store.list
+      const candidates = yield* store.candidates
+      yield* Console.log(
+        options.json
+          ? snapshotJson(yield* localTime, store.table, leases, candidates)
+          : render(store.table, leases, candidates)
+      )
+    }))
+).pipe(
+  Command.withDescription(
+    "who leads each election in the table: fence, remaining lease, term age; and its candidates with their priorities"
   )
+)
 
 const interval = Options.integer("interval").pipe(
   Options.withDefault(2),
   Options.withDescription("seconds between refreshes")
 )
 
-const watch = Command.make("watch", { url, schema: schemaName, table, interval, json }, (options) =>
-  Effect.scoped(Effect.gen(function*() {
-    if (options.interval < 1) return yield* new CliError({ reason: "--interval must be at least 1 second" })
-    const store = yield* open(options)
-    const refresh = Effect.gen(function*() {
-      const leases = yield* store.list
-      const candidates = yield* store.candidates
-      const at = yield* localTime
-      yield* Console.log(
-        options.json
-          ? snapshotJson(at, store.table, leases, candidates)
-          : `-- ${at}, every ${options.interval}s (Ctrl-C to stop)\n${render(store.table, leases, candidates)}\n`
+const watch = Command.make(
+  "watch",
+  { url, schema: schemaName, table, interval, json },
+  (options) =>
+    Effect.scoped(Effect.gen(function*() {
+      if (options.interval < 1) return yield* new CliError({ reason: "--interval must be at least 1 second" })
+      const store = yield* open(options)
+      const refresh = Effect.gen(function*() {
+        const leases = yield* store.list
+        const candidates = yield* store.candidates
+        const at = yield* localTime
+        yield* Console.log(
+          options.json
+            ? snapshotJson(at, store.table, leases, candidates)
+            : `-- ${at}, every ${options.interval}s (Ctrl-C to stop)\n${render(store.table, leases, candidates)}\n`
+        )
+      })
+      return yield* Effect.repeat(refresh, Schedule.spaced(Duration.seconds(options.interval))).pipe(
+        Effect.zipRight(Effect.never)
       )
-    })
-    return yield* Effect.repeat(refresh, Schedule.spaced(Duration.seconds(options.interval))).pipe(
-      Effect.zipRight(Effect.never)
-    )
-  }))).pipe(Command.withDescription("status, refreshed every --interval seconds until interrupted"))
+    }))
+).pipe(Command.withDescription("status, refreshed every --interval seconds until interrupted"))
 
 const dialect = Options.choice("dialect", ["pg", "mysql"]).pipe(
   Options.withDefault("pg" as const),
   Options.withDescription("SQL dialect of the DDL")
 )
 
-const schema = Command.make("schema", { dialect, schema: schemaName, table }, (options) =>
-  {
-    const ddl: Either.Either<string, InvalidConfig> = options.dialect === "pg"
-      ? PgStore.schema(options.schema, options.table)
-      : MysqlStore.schema(options.schema, options.table)
-    return Effect.flatMap(Either.mapLeft(ddl, (error) => new CliError({ reason: error.message })), Console.log)
-  }).pipe(Command.withDescription("print the table's DDL, for migration tools"))
+const schema = Command.make("schema", { dialect, schema: schemaName, table }, (options) => {
+  const ddl: Either.Either<string, InvalidConfig> = options.dialect === "pg"
+    ? PgStore.schema(options.schema, options.table)
+    : MysqlStore.schema(options.schema, options.table)
+  return Effect.flatMap(Either.mapLeft(ddl, (error) => new CliError({ reason: error.message })), Console.log)
+}).pipe(Command.withDescription("print the table's DDL, for migration tools"))
 
 const root = Command.make("leaderelection").pipe(
   Command.withDescription("inspect leader elections kept by effect-leaderelection"),
@@ -317,6 +328,7 @@ export interface Terminal {
 }
 
 // SGR and other CSI sequences, as @effect/cli's help and error rendering emits them.
+// eslint-disable-next-line no-control-regex -- ESC starts every ANSI sequence
 const ansi = /\u001b\[[0-9;?]*[A-Za-z]/g
 
 /** `args` as text without ANSI escapes. */
@@ -355,8 +367,7 @@ export const main = (argv: ReadonlyArray<string>, terminal: Terminal = { stdout:
  */
 export const untilClosed = (stream: NodeJS.EventEmitter): Effect.Effect<void> =>
   Effect.async<void>((resume) => {
-    const onError = (error: NodeJS.ErrnoException) =>
-      resume(error.code === "EPIPE" ? Effect.void : Effect.die(error))
+    const onError = (error: NodeJS.ErrnoException) => resume(error.code === "EPIPE" ? Effect.void : Effect.die(error))
     stream.on("error", onError)
     return Effect.sync(() => void stream.off("error", onError))
   })

@@ -37,7 +37,17 @@ export interface FaultyStore extends Store.StoreShape {
   readonly calls: Record<Store.Operation, number>
 }
 
-const everyOperation = ["acquire", "renew", "release", "inspect", "advertise", "withdraw", "claimSlot", "completeSlot", "lastSlot"] as const
+const everyOperation = [
+  "acquire",
+  "renew",
+  "release",
+  "inspect",
+  "advertise",
+  "withdraw",
+  "claimSlot",
+  "completeSlot",
+  "lastSlot"
+] as const
 
 export const make = (inner: Store.StoreShape): FaultyStore => {
   const faults = new Map<Store.Operation, Fault>()
@@ -53,7 +63,10 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
     completeSlot: 0,
     lastSlot: 0
   }
-  const wrap = <A, E>(operation: Store.Operation, effect: Effect.Effect<A, E>): Effect.Effect<A, E | Store.StoreError> =>
+  const wrap = <A, E>(
+    operation: Store.Operation,
+    effect: Effect.Effect<A, E>
+  ): Effect.Effect<A, E | Store.StoreError> =>
     Effect.suspend((): Effect.Effect<A, E | Store.StoreError> => {
       calls[operation]++
       const fault = faults.get(operation) ?? pass

@@ -65,7 +65,9 @@ export class Oracle {
           this.fail(
             "flapping",
             at,
-            `${identity} leads again ${at - stopped}ms after it stopped, with ${this.lastStarter} in between (hysteresis ${this.quiet.hysteresis}ms)`
+            `${identity} leads again ${
+              at - stopped
+            }ms after it stopped, with ${this.lastStarter} in between (hysteresis ${this.quiet.hysteresis}ms)`
           )
         }
       }
@@ -77,7 +79,8 @@ export class Oracle {
       this.fail(
         "work-overlap",
         at,
-        `${identity} started work under fence ${fence} while ${other.identity}'s work under fence ${other.fence} still ran`
+        `${identity} started work under fence ${fence} ` +
+          `while ${other.identity}'s work under fence ${other.fence} still ran`
       )
     }
     if (this.started.has(fence)) this.fail("fence-reused", at, `fence ${fence} started a second term (${identity})`)
@@ -111,7 +114,11 @@ export class Oracle {
         const db = lease === undefined
           ? "no record"
           : `${lease.holder}@${lease.fence}, ${lease.expiresAt.getTime() - lease.now.getTime()}ms left`
-        this.fail("leader-not-in-db", at, `${leader.identity}@${leader.fence} believes it leads; the database says ${db}`)
+        this.fail(
+          "leader-not-in-db",
+          at,
+          `${leader.identity}@${leader.fence} believes it leads; the database says ${db}`
+        )
       }
     }
     if (watchLiveness && this.ledAt === undefined && leaders.length > 0) this.ledAt = at

@@ -176,7 +176,10 @@ const event = (config: SimConfig, slots: number, options: ScheduleOptions): fc.A
         millis: fc.integer({ min: 1, max: 2 * config.leaseDuration })
       })
     },
-    { weight: options.candidates === true ? 2 : 0, arbitrary: fc.record({ _tag: fc.constant("Resign" as const), slot }) }
+    {
+      weight: options.candidates === true ? 2 : 0,
+      arbitrary: fc.record({ _tag: fc.constant("Resign" as const), slot })
+    }
   )
 }
 
@@ -236,9 +239,11 @@ export const schedule = (options: ScheduleOptions): fc.Arbitrary<Schedule> =>
           { maxLength: options.maxEvents }
         ).map((events) => [...events].sort((a, b) => a.at - b.at)),
         ...(options.candidates === true
-          ? { priorities: fc.option(fc.array(fc.integer({ min: 0, max: 3 }), { minLength: slots, maxLength: slots }), {
-            nil: undefined
-          }) }
+          ? {
+            priorities: fc.option(fc.array(fc.integer({ min: 0, max: 3 }), { minLength: slots, maxLength: slots }), {
+              nil: undefined
+            })
+          }
           : {})
       })
     )

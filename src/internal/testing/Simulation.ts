@@ -206,7 +206,12 @@ const path = (inner: Store.StoreShape): Path => {
   }
 }
 
-const hangAll: Faults = { acquire: [{ _tag: "Hang" }], renew: [{ _tag: "Hang" }], release: [{ _tag: "Hang" }], inspect: [{ _tag: "Hang" }] }
+const hangAll: Faults = {
+  acquire: [{ _tag: "Hang" }],
+  renew: [{ _tag: "Hang" }],
+  release: [{ _tag: "Hang" }],
+  inspect: [{ _tag: "Hang" }]
+}
 
 export const livenessBound = (schedule: Schedule, step: number): number => {
   const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
@@ -319,7 +324,9 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
     const work = (slot: number, identity: string) => (fence: bigint) =>
       Effect.suspend(() => {
         oracle.onStart(identity, fence, driver.millis())
-        return userWork === undefined ? Effect.never : Effect.zipRight(userWork({ slot, identity, fence }), Effect.never)
+        return userWork === undefined
+          ? Effect.never
+          : Effect.zipRight(userWork({ slot, identity, fence }), Effect.never)
       }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence, driver.millis()))))
 
     const start = (slot: Slot) =>

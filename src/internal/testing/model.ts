@@ -5,15 +5,28 @@
  * agree. Time in the model is counted in steps: a short lease lives less than
  * one step, a long one outlives every run.
  */
-import { Duration, Effect, Either } from "effect"
+import type { Duration } from "effect"
+import { Effect, Either } from "effect"
 import * as fc from "fast-check"
 import * as Lease from "../../Lease.js"
 import * as Store from "../../Store.js"
 import { uniqueName } from "./suite.js"
 
 export type Command =
-  | { readonly op: "acquire"; readonly name: number; readonly who: number; readonly short: boolean; readonly payload: number | null }
-  | { readonly op: "renew"; readonly name: number; readonly who: number; readonly fenceDelta: -1 | 0 | 1; readonly short: boolean }
+  | {
+    readonly op: "acquire"
+    readonly name: number
+    readonly who: number
+    readonly short: boolean
+    readonly payload: number | null
+  }
+  | {
+    readonly op: "renew"
+    readonly name: number
+    readonly who: number
+    readonly fenceDelta: -1 | 0 | 1
+    readonly short: boolean
+  }
   | { readonly op: "release"; readonly name: number; readonly who: number; readonly fenceDelta: -1 | 0 | 1 }
   | { readonly op: "inspect"; readonly name: number }
   | { readonly op: "elapse" }
@@ -25,8 +38,20 @@ const who = fc.constantFrom(0, 0, 1, 1, 2)
 const fenceDelta = fc.constantFrom(-1 as const, 0 as const, 0 as const, 0 as const, 1 as const)
 
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { arbitrary: fc.record({ op: fc.constant("acquire" as const), name, who, short: fc.boolean(), payload: fc.option(fc.integer({ min: 0, max: 255 })) }), weight: 4 },
-  { arbitrary: fc.record({ op: fc.constant("renew" as const), name, who, fenceDelta, short: fc.boolean() }), weight: 3 },
+  {
+    arbitrary: fc.record({
+      op: fc.constant("acquire" as const),
+      name,
+      who,
+      short: fc.boolean(),
+      payload: fc.option(fc.integer({ min: 0, max: 255 }))
+    }),
+    weight: 4
+  },
+  {
+    arbitrary: fc.record({ op: fc.constant("renew" as const), name, who, fenceDelta, short: fc.boolean() }),
+    weight: 3
+  },
   { arbitrary: fc.record({ op: fc.constant("release" as const), name, who, fenceDelta }), weight: 2 },
   { arbitrary: fc.record({ op: fc.constant("inspect" as const), name }), weight: 2 },
   { arbitrary: fc.constant({ op: "elapse" as const }), weight: 2 }
@@ -50,7 +75,9 @@ export interface ModelTiming {
 }
 
 const check = (condition: boolean, what: string, commands: ReadonlyArray<Command>, i: number) =>
-  condition ? Effect.void : Effect.die(new Error(`model mismatch at command ${i} (${what}): ${JSON.stringify(commands)}`))
+  condition
+    ? Effect.void
+    : Effect.die(new Error(`model mismatch at command ${i} (${what}): ${JSON.stringify(commands)}`))
 
 export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) =>
   Effect.gen(function*() {

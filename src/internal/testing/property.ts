@@ -3,8 +3,8 @@
  * `npm run sim` command and the public `Simulation` module.
  */
 import * as fc from "fast-check"
-import { run, type Timeline, type Workload } from "./Simulation.js"
 import { type Schedule, schedule, type ScheduleOptions } from "./Schedule.js"
+import { run, type Timeline, type Workload } from "./Simulation.js"
 import { rateToNumber } from "./VirtualTime.js"
 
 /** A schedule as one readable line per event, for counterexamples. */

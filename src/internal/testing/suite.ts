@@ -10,7 +10,8 @@
  * reports every case that failed.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Either, Exit, Layer, type Scope, TestClock, TestContext } from "effect"
+import type { Layer } from "effect"
+import { Cause, Duration, Effect, Either, Exit, type Scope, TestClock, TestContext } from "effect"
 import * as fc from "fast-check"
 import { randomBytes } from "node:crypto"
 import * as Lease from "../../Lease.js"
@@ -342,7 +343,11 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           yield* refused(store.renew(name, identity, lease.fence, long, bigPayload), "payload", tooBig)
           yield* refused(store.release(name, longIdentity, lease.fence), "identity", tooLong(Lease.maxIdentityBytes))
           // What the databases would refuse or corrupt, and what plain JavaScript can pass.
-          yield* refused(store.acquire(`${name.slice(0, 20)}\u0000`, "a", long, null), "name", "must not contain a NUL character")
+          yield* refused(
+            store.acquire(`${name.slice(0, 20)}\u0000`, "a", long, null),
+            "name",
+            "must not contain a NUL character"
+          )
           yield* refused(
             store.acquire(name, "a\ud800", long, null),
             "identity",
@@ -387,7 +392,9 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           expect((yield* slots.claim(name, "a", lease.fence, job, minute(0), false)).claimed).toBe(true)
           const latest = yield* slots.last(name, job)
           expect(latest.slot).toMatchObject({ job, at: minute(1), fence: lease.fence })
-          expect(latest.slot?.completedAt?.getTime()).toBeGreaterThanOrEqual(latest.slot?.startedAt.getTime() ?? Infinity)
+          expect(latest.slot?.completedAt?.getTime()).toBeGreaterThanOrEqual(
+            latest.slot?.startedAt.getTime() ?? Infinity
+          )
           // Another job and another election have slots of their own.
           expect((yield* slots.last(name, "other")).slot).toBeUndefined()
           const elsewhere = yield* store.acquire(uniqueName("slot-other"), "a", long, null)
@@ -443,7 +450,11 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const error = yield* Effect.flip(slots.claim(name, "a", lease.fence, `${job}j`, minute(1), false))
           expect(error).toMatchObject({ _tag: "StoreError", operation: "claimSlot", retryable: false })
           const invalid = yield* Effect.flip(slots.complete(name, "a", lease.fence, "j", new Date(Number.NaN)))
-          expect(invalid).toMatchObject({ _tag: "StoreError", operation: "completeSlot", reason: "at: must be a valid Date, got an object" })
+          expect(invalid).toMatchObject({
+            _tag: "StoreError",
+            operation: "completeSlot",
+            reason: "at: must be a valid Date, got an object"
+          })
           expect(yield* Effect.flip(slots.last(name, ""))).toMatchObject({ operation: "lastSlot", retryable: false })
         })
       ))
@@ -484,7 +495,9 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           expect(Duration.toMillis(again["a"]!.aliveFor)).toBeGreaterThanOrEqual(100)
           // a lapses: it is no longer a candidate, and comes back from zero.
           yield* elapse(pastShort)
-          expect(Object.keys(byIdentity(yield* advertise(name, "b", { priority: 0, version: null }, long)))).toEqual(["b"])
+          expect(Object.keys(byIdentity(yield* advertise(name, "b", { priority: 0, version: null }, long)))).toEqual([
+            "b"
+          ])
           const back = byIdentity(yield* advertise(name, "a", { priority: 1, version: null }, short))
           expect(Duration.toMillis(back["a"]!.aliveFor)).toBeLessThan(50)
           expect(Duration.toMillis(back["b"]!.aliveFor)).toBeGreaterThanOrEqual(Duration.toMillis(pastShort))

@@ -67,7 +67,9 @@ export class Saturated extends Data.TaggedError("Saturated")<{
   readonly capacity: number
 }> {
   override get message(): string {
-    return `${this.operation} shed: all ${this.capacity} connections are busy and ${waitingLimit(this.capacity)} calls already wait`
+    return `${this.operation} shed: all ${this.capacity} connections are busy and ${
+      waitingLimit(this.capacity)
+    } calls already wait`
   }
 }
 
@@ -111,7 +113,9 @@ export const make = (capacity: number): Gate => {
         waiter.admitted()
         return undefined
       }
-      if (operation === "inspect" && others.length >= waitingLimit(capacity)) return stackless(() => new Saturated({ operation, capacity }))
+      if (operation === "inspect" && others.length >= waitingLimit(capacity)) {
+        return stackless(() => new Saturated({ operation, capacity }))
+      }
       ;(urgent(operation) ? leaders : others).push(waiter)
       return undefined
     },
@@ -287,7 +291,12 @@ class Call<C, R, A, B, E> implements Waiter, Caller.Call {
 
   private after(duration: Duration.Duration, expire: () => void): Deadlines.Entry {
     const { clock } = this
-    return Deadlines.add(clock, this.scheduler, clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(duration), expire)
+    return Deadlines.add(
+      clock,
+      this.scheduler,
+      clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(duration),
+      expire
+    )
   }
 }
 

@@ -44,7 +44,6 @@ export interface SqlStoreOptions {
   readonly ensureSchema?: boolean | undefined
 }
 
-
 /**
  * The quoted table of job slots: the `slotTable` option, checked (a bad one
  * fails the store's construction), or by default the lease table's name +
@@ -116,11 +115,12 @@ export const revealOptional = (value: Redacted.Redacted | undefined): string | u
   value === undefined ? undefined : Redacted.value(value)
 
 /** Runs the store's `ensureSchema` when the options ask for it. */
-export const withSchema = (options: SqlStoreOptions) =>
-<S extends { readonly ensureSchema: Effect.Effect<void, StoreError> }, E, R>(
-  store: Effect.Effect<S, E, R>
-): Effect.Effect<S, E | StoreError, R> =>
-  options.ensureSchema === true ? Effect.tap(store, (built) => built.ensureSchema) : store
+export const withSchema =
+  (options: SqlStoreOptions) =>
+  <S extends { readonly ensureSchema: Effect.Effect<void, StoreError> }, E, R>(
+    store: Effect.Effect<S, E, R>
+  ): Effect.Effect<S, E | StoreError, R> =>
+    options.ensureSchema === true ? Effect.tap(store, (built) => built.ensureSchema) : store
 
 /** What a store's `layerConfig` reads: its options plus the URL, as `Redacted`. */
 export type UrlConfig<Options> = Options & {
@@ -138,7 +138,9 @@ export const toLayer = <Args extends ReadonlyArray<unknown>, E, R>(
 export const layerConfig = <Options, E, R>(
   fromUrl: (url: Redacted.Redacted<string>, options?: Options) => Effect.Effect<StoreShape, E, R>
 ) =>
-(config: Config.Config.Wrap<UrlConfig<Options>>): Layer.Layer<Store, E | ConfigError.ConfigError, Exclude<R, Scope.Scope>> =>
+(
+  config: Config.Config.Wrap<UrlConfig<Options>>
+): Layer.Layer<Store, E | ConfigError.ConfigError, Exclude<R, Scope.Scope>> =>
   Layer.scoped(Store, Effect.flatMap(Config.unwrap(config), (read) => fromUrl(read.url, read)))
 
 /** exactOptionalPropertyTypes: driver options are optional, never `undefined`. */

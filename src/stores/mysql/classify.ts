@@ -4,8 +4,8 @@
  * @internal
  */
 import * as Predicate from "effect/Predicate"
-import { OperationTimeout } from "../internal/sqlStore.js"
 import { Saturated } from "../internal/gate.js"
+import { OperationTimeout } from "../internal/sqlStore.js"
 
 /** What the store learns from a driver error. */
 export interface Classification {
@@ -70,7 +70,9 @@ const field = (error: unknown, key: string): unknown =>
  * The store's own {@link OperationTimeout} and a shed poll ({@link Saturated}) are retryable.
  */
 export const classify = (error: unknown): Classification => {
-  if (error instanceof OperationTimeout || error instanceof Saturated) return { retryable: true, code: undefined, reason: error.message }
+  if (error instanceof OperationTimeout || error instanceof Saturated) {
+    return { retryable: true, code: undefined, reason: error.message }
+  }
   // Node's system errors carry a negative errno; only the server's are positive.
   const raw = field(error, "errno")
   const errno = typeof raw === "number" && raw > 0 ? raw : undefined

@@ -33,17 +33,17 @@
  *
  * @internal
  */
-import { createRequire } from "node:module"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
-import * as Driver from "./driver.js"
+import { createRequire } from "node:module"
 import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
 import { StoreError } from "../../Store.js"
 import * as Gate from "../internal/gate.js"
 import { classify } from "./classify.js"
+import * as Driver from "./driver.js"
 
 /** One statement and its values, escaped by the driver. */
 export interface Statement {
@@ -57,7 +57,10 @@ export interface Pool {
    * connection allows it, and gives each one's result. The connection goes
    * back to the pool only if all succeeded; otherwise it is destroyed.
    */
-  readonly run: (operation: Operation, statements: ReadonlyArray<Statement>) => Effect.Effect<ReadonlyArray<unknown>, StoreError>
+  readonly run: (
+    operation: Operation,
+    statements: ReadonlyArray<Statement>
+  ) => Effect.Effect<ReadonlyArray<unknown>, StoreError>
   /** Every `run` answers within this. */
   readonly timeout: Duration.Duration
 }
@@ -80,7 +83,10 @@ const send = (
     const sql = statements.map((statement) => statement.sql).join(";\n")
     const values = statements.flatMap((statement) => statement.values)
     // Several statements answer with one result each, in order.
-    connection.query({ sql, values, ...decoding }, (error, result) => callback(error ?? undefined, result as ReadonlyArray<unknown>))
+    connection.query(
+      { sql, values, ...decoding },
+      (error, result) => callback(error ?? undefined, result as ReadonlyArray<unknown>)
+    )
     return
   }
   const results: Array<unknown> = []
@@ -102,12 +108,19 @@ const send = (
  */
 export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => {
   const severalPerRequest = settingsOf(pool).multipleStatements === true
-  const connections: Gate.Connections<Mysql.PoolConnection, ReadonlyArray<Statement>, ReadonlyArray<unknown>, StoreError> = {
+  const connections: Gate.Connections<
+    Mysql.PoolConnection,
+    ReadonlyArray<Statement>,
+    ReadonlyArray<unknown>,
+    StoreError
+  > = {
     // mysql2 fills in its default limit (10) when none was given.
     gate: Gate.make(pool.config.connectionLimit ?? 10),
     driver: {
       connect: (callback) =>
-        pool.getConnection((error, connection) => callback(error ?? undefined, error === null ? connection : undefined)),
+        pool.getConnection((error, connection) =>
+          callback(error ?? undefined, error === null ? connection : undefined)
+        ),
       run: (connection, statements, callback) =>
         send(connection, statements, severalPerRequest && statements.length > 1, callback),
       // Only a request that succeeded is known to have left no transaction open.

@@ -11,8 +11,7 @@
 import type { SlotRecord } from "../../Store.js"
 
 const now = "UTC_TIMESTAMP(6)"
-const micros = (expression: string) =>
-  `CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${expression}) AS CHAR)`
+const micros = (expression: string) => `CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${expression}) AS CHAR)`
 
 /** The statement that creates the slot table, given its quoted, qualified name. */
 export const createTable = (slots: string): string =>

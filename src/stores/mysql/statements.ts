@@ -41,8 +41,7 @@ export const createCandidatesTable = (table: string): string =>
 
 const now = "UTC_TIMESTAMP(6)"
 const expired = `expires_at <= ${now}`
-const micros = (expression: string) =>
-  `CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${expression}) AS CHAR)`
+const micros = (expression: string) => `CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${expression}) AS CHAR)`
 
 /**
  * Reads the lease row `WHERE name = ?` together with the database's now, as

@@ -5,11 +5,11 @@
  * @since 0.1.0
  */
 import * as Predicate from "effect/Predicate"
+import { InvalidConfig } from "../../ElectorError.js"
 import { stackless } from "../../internal/stackless.js"
 import { type Operation, StoreError } from "../../Store.js"
 import { Saturated } from "../internal/gate.js"
 import { OperationTimeout } from "../internal/sqlStore.js"
-import { InvalidConfig } from "../../ElectorError.js"
 
 /**
  * The verdict on one error.

@@ -154,7 +154,9 @@ UNION ALL
 SELECT ${candidateColumns("o")} FROM ${candidates} o
 WHERE o.name = $1 AND o.identity <> $2 AND o.expires_at > now()`,
   withdraw: `DELETE FROM ${candidates} WHERE name = $1 AND identity = $2`,
-  candidates: `SELECT ${candidateColumns("c")} FROM ${candidates} c WHERE c.expires_at > now() ORDER BY c.name, c.priority DESC, c.identity`
+  candidates: `SELECT ${
+    candidateColumns("c")
+  } FROM ${candidates} c WHERE c.expires_at > now() ORDER BY c.name, c.priority DESC, c.identity`
 })
 
 /** The DDL, exactly as the reference describes it, for an already quoted name. */

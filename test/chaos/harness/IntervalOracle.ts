@@ -136,7 +136,9 @@ export class IntervalOracle {
     const found = this.violations()
     if (found.length > 0) {
       throw new Error(
-        `leadership safety violated (${found.length}):\n${found.map((v) => `  - ${describeViolation(v)}`).join("\n")}\n` +
+        `leadership safety violated (${found.length}):\n${
+          found.map((v) => `  - ${describeViolation(v)}`).join("\n")
+        }\n` +
           `intervals:\n${this.intervals().map((i) => `  ${show(i)}`).join("\n")}`
       )
     }
@@ -158,7 +160,9 @@ export class IntervalOracle {
       }
       const timer = setTimeout(() => {
         this.waiters.delete(waiter)
-        reject(new Error(`nobody led within ${ms} ms; intervals:\n${this.intervals().map((i) => `  ${show(i)}`).join("\n")}`))
+        reject(
+          new Error(`nobody led within ${ms} ms; intervals:\n${this.intervals().map((i) => `  ${show(i)}`).join("\n")}`)
+        )
       }, ms)
       this.waiters.add(waiter)
     })

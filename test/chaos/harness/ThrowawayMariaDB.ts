@@ -4,13 +4,23 @@
  * empty password, an empty database `test`. Never the shared server on 3306.
  * mariadbd is one process, so pause/resume are one SIGSTOP/SIGCONT.
  */
+import * as mysql from "mysql2/promise"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as mysql from "mysql2/promise"
 import { type HeldLock, holdLock } from "./heldLock.js"
-import { freePort, isRoot, lifecycle, ownTempDir, run, running, signal, terminate, waitUntilServing } from "./process.js"
+import {
+  freePort,
+  isRoot,
+  lifecycle,
+  ownTempDir,
+  run,
+  running,
+  signal,
+  terminate,
+  waitUntilServing
+} from "./process.js"
 
 export interface ThrowawayMariaDB {
   readonly port: number
@@ -130,7 +140,9 @@ export const startMariaDB = async (): Promise<ThrowawayMariaDB> => {
     sql,
     lockRow: async (table, whereSql) =>
       holdLock(await connect(), async (connection) => {
-        const [rows] = await connection.query(`SELECT * FROM \`${table.replaceAll("`", "``")}\` WHERE ${whereSql} FOR UPDATE`)
+        const [rows] = await connection.query(
+          `SELECT * FROM \`${table.replaceAll("`", "``")}\` WHERE ${whereSql} FOR UPDATE`
+        )
         return Array.isArray(rows) ? rows.length : 0
       }),
     pid: () => child?.pid,

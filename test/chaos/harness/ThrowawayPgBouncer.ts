@@ -47,7 +47,14 @@ export interface PgBouncerOptions {
 }
 
 const binary = (): string => {
-  for (const candidate of [process.env["PGBOUNCER"], "/usr/sbin/pgbouncer", "/usr/bin/pgbouncer", "/usr/local/bin/pgbouncer"]) {
+  for (
+    const candidate of [
+      process.env["PGBOUNCER"],
+      "/usr/sbin/pgbouncer",
+      "/usr/bin/pgbouncer",
+      "/usr/local/bin/pgbouncer"
+    ]
+  ) {
     if (candidate !== undefined && fs.existsSync(candidate)) return candidate
   }
   throw new Error("pgbouncer not found (apt-get install -y pgbouncer, or set PGBOUNCER)")

@@ -8,7 +8,18 @@ import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { type HeldLock, holdLock } from "./heldLock.js"
-import { childrenOf, freePort, isAlive, lifecycle, logTail, ownTempDir, run, serverUser, signalTree, waitFor } from "./process.js"
+import {
+  childrenOf,
+  freePort,
+  isAlive,
+  lifecycle,
+  logTail,
+  ownTempDir,
+  run,
+  serverUser,
+  signalTree,
+  waitFor
+} from "./process.js"
 
 export type { HeldLock } from "./heldLock.js"
 
@@ -152,7 +163,6 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
   }
 
   const pgCtl = (args: ReadonlyArray<string>) => run(path.join(bin, "pg_ctl"), ["-D", dataDir, ...args])
-
 
   const start = async (): Promise<void> => {
     await pgCtl(["start", "-w", "-t", "60", "-l", logFile]).catch((error: unknown) => {

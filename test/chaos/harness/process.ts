@@ -122,7 +122,11 @@ export const signalTree = (pid: number, sig: NodeJS.Signals): void => {
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Polls `check` until it returns true or `timeoutMs` passes. */
-export const waitFor = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> => {
+export const waitFor = async (
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 30_000
+): Promise<void> => {
   const deadline = performance.now() + timeoutMs
   for (;;) {
     if (await check()) return
@@ -234,7 +238,9 @@ export const waitUntilServing = (
   proc.once("error", (error) => (failed = error))
   proc.once("exit", (code, sig) => (failed ??= new Error(`${server.name} exited (${code ?? sig})`)))
   return waitFor(server.what, async () => {
-    if (failed !== undefined) throw new Error(`${failed.message}\nlog tail:\n${logTail(server.logFile, server.logLines)}`)
+    if (failed !== undefined) {
+      throw new Error(`${failed.message}\nlog tail:\n${logTail(server.logFile, server.logLines)}`)
+    }
     return ready()
   }, timeoutMs)
 }
