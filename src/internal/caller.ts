@@ -19,6 +19,7 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
+import * as Runtime from "./runtime.js"
 
 /** A call in flight. */
 export interface Call {
@@ -26,13 +27,8 @@ export interface Call {
   readonly abandon: () => void
 }
 
-// Kept on globalThis, like the deadline timers, so that two copies of this
-// module still agree. Not a FiberRef: setting one copies the fiber's map of
-// them, for every loop.
-const callersKey = Symbol.for("effect-leaderelection/callers")
-const callers: WeakMap<Fiber.RuntimeFiber<unknown, unknown>, Caller> =
-  ((globalThis as Record<symbol, WeakMap<Fiber.RuntimeFiber<unknown, unknown>, Caller> | undefined>)[callersKey] ??=
-    new WeakMap())
+// Not a FiberRef: setting one copies the fiber's map of them, for every loop.
+const callers = Runtime.shared("callers", () => new WeakMap<Fiber.RuntimeFiber<unknown, unknown>, Caller>())
 
 /** @internal */
 export class Caller {

@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import type * as Scheduler from "effect/Scheduler"
+import * as Runtime from "./runtime.js"
 
 /**
  * A deadline set on a clock's timer (see {@link add}).
@@ -77,11 +78,7 @@ const pop = (heap: Array<Entry>): void => {
   }
 }
 
-// Kept on globalThis, like the elector registry, so that two copies of this
-// module still share one timer per clock.
-const timersKey = Symbol.for("effect-leaderelection/deadlines")
-const timers: WeakMap<Clock.Clock, Timer> =
-  ((globalThis as Record<symbol, WeakMap<Clock.Clock, Timer> | undefined>)[timersKey] ??= new WeakMap())
+const timers = Runtime.shared("deadlines", () => new WeakMap<Clock.Clock, Timer>())
 
 const run = (clock: Clock.Clock, timer: Timer): Effect.Effect<void> =>
   Effect.gen(function*() {

@@ -1,7 +1,6 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as DefaultServices from "effect/DefaultServices"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -9,14 +8,12 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
-import * as FiberRef from "effect/FiberRef"
-import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
-import * as Runtime from "effect/Runtime"
+import * as EffectRuntime from "effect/Runtime"
 import type * as Scheduler from "effect/Scheduler"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -40,6 +37,7 @@ import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Deadlines from "./deadlines.js"
 import * as Instrumentation from "./instrumentation.js"
+import * as Runtime from "./runtime.js"
 import { stackless } from "./stackless.js"
 import { backoff, jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
 
@@ -118,11 +116,8 @@ const outcome = (cause: Cause.Cause<unknown>): "failure" | "defect" | "interrupt
     ? "defect"
     : "interrupt"
 
-// The (name, identity) pairs of the electors alive in this process. Kept on
-// globalThis so that two copies of this module (say, one bundled by a
-// dependency) still share it.
-const registryKey = Symbol.for("effect-leaderelection/electors")
-const alive: Set<string> = ((globalThis as Record<symbol, Set<string> | undefined>)[registryKey] ??= new Set())
+/** The (name, identity) pairs of the electors alive in this process. */
+const alive = Runtime.shared("electors", () => new Set<string>())
 
 /**
  * An elector with synchronous reads, for callers outside Effect (the Promise
@@ -151,21 +146,6 @@ interface Standing {
 
 /** How long a fatal error stays quiet in the log once logged. */
 const repeatFatalAfter = Duration.unsafeToNanos(Duration.minutes(1))
-
-/**
- * The loop runs with the elector's clock and log annotations, set on the
- * fiber and put back when it stops, as `Effect.withClock` and
- * `Effect.annotateLogs` would do: each of those keeps frames on the fiber's
- * stack for as long as the loop runs, a few kilobytes per elector.
- */
-const setting = (
-  services: Context.Context<DefaultServices.DefaultServices>,
-  annotations: HashMap.HashMap<string, unknown>
-) =>
-  Effect.zipRight(
-    FiberRef.set(DefaultServices.currentServices, services),
-    FiberRef.set(FiberRef.currentLogAnnotations, annotations)
-  )
 
 /**
  * One participant. Its state is the fields of one object and its steps are
@@ -446,7 +426,7 @@ class Participant implements Elector {
     const { clock, config } = this
     return Effect.flatMap(Effect.runtime<never>(), (runtime) =>
       Effect.async<A, E | StoreError>((resume) => {
-        const scheduler = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentScheduler)
+        const scheduler = Runtime.schedulerOfRuntime(runtime)
         const deadline = clock.unsafeCurrentTimeNanos() + this.timeout
         let settled = false
         let cancelDeadline: (() => void) | undefined
@@ -459,7 +439,7 @@ class Participant implements Elector {
           resume(outcome)
         }
         // Interruptible even when the caller is not (the release at step-down).
-        const attempt = Runtime.runFork(runtime)(Effect.interruptible(effect))
+        const attempt = EffectRuntime.runFork(runtime)(Effect.interruptible(effect))
         attempt.addObserver((exit) =>
           settle(
             Exit.isSuccess(exit) ? exit : Either.match(Cause.failureOrCause(exit.cause), {
@@ -831,7 +811,7 @@ class Participant implements Elector {
       ({ stop }) =>
         Effect.gen(this, function*() {
           const { clock, config } = this
-          const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+          const scheduler = yield* Runtime.scheduler
           const guard = this.watchdog(stop, scheduler)
           const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
           const renewing = Deadlines.waits(clock, scheduler)
@@ -969,11 +949,11 @@ class Participant implements Elector {
       Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
         if (this.runner !== undefined) return new AlreadyRunning({ name: this.name, identity: this.identity })
         this.runner = fiber
-        this.traced = !Instrumentation.isNative(fiber.currentTracer)
+        this.traced = !Instrumentation.isNative(Runtime.tracerOf(fiber))
         const { clock } = this
-        const services = fiber.getFiberRef(DefaultServices.currentServices)
-        const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
-        const waits = Deadlines.waits(clock, fiber.currentScheduler)
+        const settings = Runtime.settingsOf(fiber)
+        const { annotations, services } = settings
+        const waits = Deadlines.waits(clock, Runtime.schedulerOf(fiber))
         const caller = new Caller.Caller()
         const loop = Caller.run(caller, this.follow(waits)).pipe(
           // Nothing the store or user code does ends the loop; should anything
@@ -987,13 +967,16 @@ class Participant implements Elector {
           )
         )
         return Effect.zipRight(
-          setting(
+          // The loop runs with the elector's clock and log annotations.
+          Runtime.set({
             // The fiber's own services when they hold the elector's clock
             // already (as they do unless the clock was provided to `make`
             // alone): a copy per elector would be a map of its own.
-            Context.get(services, Clock.Clock) === clock ? services : Context.add(services, Clock.Clock, clock),
-            HashMap.set(HashMap.set(annotations, "election", this.name), "identity", this.identity)
-          ),
+            services: Context.get(services, Clock.Clock) === clock
+              ? services
+              : Context.add(services, Clock.Clock, clock),
+            annotations: HashMap.set(HashMap.set(annotations, "election", this.name), "identity", this.identity)
+          }),
           Effect.ensuring(
             restore(loop),
             // Built when the loop stops, not kept on the fiber while it runs.
@@ -1008,7 +991,7 @@ class Participant implements Elector {
                     waits.cancel()
                     this.runner = undefined
                   }),
-                  setting(services, annotations)
+                  Runtime.set(settings)
                 )
               )
             })
@@ -1061,7 +1044,7 @@ export const make = (
     // Claims (name, identity) in this process, joins the election's metric
     // series and adds the elector's one finalizer, in one step that nothing
     // interrupts. One finalizer, straight on the scope (`Effect.addFinalizer`
-    // would keep a copy of the fiber's FiberRefs for it, and a process may run
+    // would keep a copy of the fiber's references for it, and a process may run
     // thousands of electors), built when it runs: it stops the elector, then
     // leaves the series and gives the claim back.
     const key = JSON.stringify([name, identity])

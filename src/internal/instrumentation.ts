@@ -6,6 +6,7 @@ import type * as Tracer from "effect/Tracer"
 import * as Metrics from "../Metrics.js"
 import type { Operation, StoreError } from "../Store.js"
 import { labels, renewLatencyHistogram, series, withFiberLabels } from "./metricSeries.js"
+import * as Runtime from "./runtime.js"
 
 /**
  * The metrics and spans of one participant. Metrics are tagged with the
@@ -100,11 +101,8 @@ const election = (name: string): Election => {
 // The metric updates of each election that has a participant in this
 // process, shared by its participants: built once per election rather than
 // once per participant (a process may run thousands), and let go with its
-// last participant. Kept on globalThis, like the elector registry, so that
-// two copies of this module share them.
-const electionsKey = Symbol.for("effect-leaderelection/instrumentation")
-const elections: Map<string, Election> =
-  ((globalThis as Record<symbol, Map<string, Election> | undefined>)[electionsKey] ??= new Map())
+// last participant.
+const elections = Runtime.shared("instrumentation", () => new Map<string, Election>())
 
 const enter = (name: string): Election => {
   let shared = elections.get(name)
