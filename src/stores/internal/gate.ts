@@ -32,8 +32,7 @@
  *
  * @internal
  */
-import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
+import type * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -41,6 +40,7 @@ import type * as Fiber from "effect/Fiber"
 import type * as Scheduler from "effect/Scheduler"
 import * as Caller from "../../internal/caller.js"
 import * as Deadlines from "../../internal/deadlines.js"
+import * as Runtime from "../../internal/runtime.js"
 import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
 import { OperationTimeout } from "./sqlStore.js"
@@ -188,8 +188,8 @@ class Call<C, R, A, B, E> implements Waiter, Caller.Call {
     private resume: ((effect: Effect.Effect<B, E>) => void) | undefined,
     fiber: Fiber.RuntimeFiber<unknown, unknown>
   ) {
-    this.clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-    this.scheduler = fiber.currentScheduler
+    this.clock = Runtime.clockOf(fiber)
+    this.scheduler = Runtime.schedulerOf(fiber)
     this.caller = Caller.of(fiber)
   }
 
