@@ -10,6 +10,7 @@ import * as Elector from "../src/Elector.js"
 import * as AnswersWithin from "../src/internal/answersWithin.js"
 import * as Store from "../src/Store.js"
 import { StoreError } from "../src/Store.js"
+import * as Admission from "../src/stores/internal/admission.js"
 import * as Gate from "../src/stores/internal/gate.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { Started } from "./support/Started.js"
@@ -56,7 +57,7 @@ const gatedStore = (db: Store.StoreShape) => {
   const requests: Array<string> = []
   const hanging: Array<(error: Error | undefined, result: string) => void> = []
   const connections: Gate.Connections<number, string, string, StoreError> = {
-    gate: Gate.make(1),
+    gate: Admission.make(1),
     driver: {
       connect: (callback) => callback(undefined, 1),
       run: (_connection, request, callback) => {

@@ -9,8 +9,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, TestClock } from "effect"
 import * as Caller from "../src/internal/caller.js"
 import type { Operation } from "../src/Store.js"
+import * as Admission from "../src/stores/internal/admission.js"
 import * as Gate from "../src/stores/internal/gate.js"
-import { OperationTimeout } from "../src/stores/internal/sqlStore.js"
+import { OperationTimeout, Saturated } from "../src/stores/SqlStoreError.js"
 
 interface Connection {
   readonly id: number
@@ -43,7 +44,13 @@ const connectionsOf = <E>(
   capacity: number,
   driver: Gate.Driver<Connection, string, string>,
   failure: (operation: Operation, error: Error) => E
-): Gate.Connections<Connection, string, string, E> => ({ gate: Gate.make(capacity), driver, timeout, grace, failure })
+): Gate.Connections<Connection, string, string, E> => ({
+  gate: Admission.make(capacity),
+  driver,
+  timeout,
+  grace,
+  failure
+})
 
 /** A gate over `capacity` connections of a fake driver, and a call through it. */
 const setup = (capacity: number, immediate: boolean) => {
@@ -144,17 +151,17 @@ describe("Gate.use's ending", () => {
     }))
 })
 
-describe("Gate.enter", () => {
+describe("Admission.enter", () => {
   it("sheds a poll beyond twice capacity waiters with a Saturated error that captured no stack", () => {
-    const gate = Gate.make(1)
-    const waiter = (): Gate.Waiter => ({ admitted: () => {} })
+    const gate = Admission.make(1)
+    const waiter = (): Admission.Waiter => ({ admitted: () => {} })
     expect(gate.enter("renew", waiter())).toBeUndefined()
     expect(gate.enter("inspect", waiter())).toBeUndefined()
     expect(gate.enter("inspect", waiter())).toBeUndefined()
     const shed = gate.enter("inspect", waiter())
-    expect(shed).toBeInstanceOf(Gate.Saturated)
-    expect((shed as Gate.Saturated).message).toBe("inspect shed: all 1 connections are busy and 2 calls already wait")
-    expect(String((shed as Gate.Saturated).stack)).not.toMatch(/\n\s+at /)
+    expect(shed).toBeInstanceOf(Saturated)
+    expect((shed as Saturated).message).toBe("inspect shed: all 1 connections are busy and 2 calls already wait")
+    expect(String((shed as Saturated).stack)).not.toMatch(/\n\s+at /)
     // Error.stackTraceLimit is back as it was.
     expect(String(new Error("x").stack)).toMatch(/\n\s+at /)
   })

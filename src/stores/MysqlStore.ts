@@ -108,18 +108,16 @@ export const defaultTable = "leader_election"
 
 export {
   /**
-   * @since 0.2.0
+   * @since 0.1.0
    * @category errors
    */
-  Saturated
-} from "./internal/gate.js"
-export {
+  OperationTimeout,
   /**
    * @since 0.2.0
    * @category errors
    */
-  OperationTimeout
-} from "./internal/sqlStore.js"
+  Saturated
+} from "./SqlStoreError.js"
 
 /**
  * The options every constructor takes.

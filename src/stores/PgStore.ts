@@ -52,6 +52,7 @@ import {
   type StoreError,
   type StoreShape
 } from "../Store.js"
+import * as Rules from "./internal/rules.js"
 import * as SqlStore from "./internal/sqlStore.js"
 import { toStoreError } from "./pg/classify.js"
 import { quoteIdentifier, validateIdentifier, validateUrl } from "./pg/config.js"
@@ -60,20 +61,6 @@ import { connections, type Param, query, type Row } from "./pg/query.js"
 import * as Slots from "./pg/slots.js"
 import { candidatesDdl, candidateStatements, ddl, lockTimeoutFor, statements } from "./pg/sql.js"
 
-export {
-  /**
-   * @since 0.2.0
-   * @category errors
-   */
-  Saturated
-} from "./internal/gate.js"
-export {
-  /**
-   * @since 0.1.0
-   * @category errors
-   */
-  OperationTimeout
-} from "./internal/sqlStore.js"
 export {
   /**
    * @since 0.1.0
@@ -108,6 +95,18 @@ export {
    */
   validateUrl
 } from "./pg/config.js"
+export {
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  OperationTimeout,
+  /**
+   * @since 0.2.0
+   * @category errors
+   */
+  Saturated
+} from "./SqlStoreError.js"
 
 export {
   /**
@@ -394,14 +393,9 @@ export const makeFromPool = (
       "candidatesTable"
     )
     const timeout = yield* SqlStore.operationTimeout(options)
-    // A write waits for a row lock at most half the call's time, so that the
-    // server answers (55P03) before the store gives up on the call.
     const sql = statements(table, lockTimeoutFor(timeout))
     const candidateSql = candidateStatements(candidates)
-    // A call let in just before its deadline is abandoned at once: its late
-    // answer needs about a round trip, hence twice the timeout of grace.
-    // The answer is decoded, and an error classified, where the call ends.
-    const slots = connections<StoreError>(pool, timeout, Duration.times(timeout, 2), toStoreError)
+    const slots = connections<StoreError>(pool, timeout, Rules.grace(timeout), toStoreError)
     const runThen = <A, E>(
       operation: Operation,
       statement: string,

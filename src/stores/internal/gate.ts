@@ -1,39 +1,38 @@
 /**
- * Admission to a SQL store's connections, with priority, so that overload
- * degrades into skipped polls instead of a reconnect storm.
+ * One call of a SQL store on a driver's pool, through the store's admission
+ * gate (`admission.ts`). The caller gets control back at once when it gives
+ * up (interrupted, timed out); the connection stays out of the pool while
+ * its statement runs on, for its grace at most (`grace` in `rules.ts`): an answer within
+ * it returns the connection to the pool (unless the driver says the answer
+ * left it unusable), silence past it destroys the connection. A wedged
+ * connection is never handed out again.
  *
- * A call holds one of `capacity` slots (the pool's size) from admission until
- * its connection is back in the pool or destroyed, which can be after the
- * caller gave up: a statement that outlived its call keeps its slot until it
- * answers. So the gate always knows how many connections are really busy, and
- * the store never asks the pool for more than it has.
+ * A call's life, as the states of {@link Call}:
  *
- * When every slot is taken, renewals and releases (a leader keeping or ending
- * its term) wait in their own queue, served first; the other calls wait
- * behind them, and a follower's poll (`inspect`) that would wait behind
- * twice `capacity` others is refused at once with {@link Saturated}, a
- * retryable error: the follower tries again at its next poll, and the store
- * does no work for it. Twice, because routine steps come in bursts: polls and
- * renewals due within one grain of the deadline timer start together
- * (`Deadlines.grain`), and a pool drains a queue of two pools' worth within
- * a few statements' time; a queue deeper than that is overload. A claim
- * (`acquire`) is never shed: a follower only claims a lease it saw free, and
- * the claim is what ends a leaderless interval.
- * Waiting is bounded by the call's own deadline.
+ * | state      | caller  | slot      | connection                 | timer    |
+ * | ---------- | ------- | --------- | -------------------------- | -------- |
+ * | Queued     | waits   | none yet  | none                       | deadline |
+ * | Connecting | waits   | held      | being checked out          | deadline |
+ * | Running    | waits   | held      | runs the request           | deadline |
+ * | Leaving    | gone    | held      | being checked out          | grace    |
+ * | Grace      | gone    | held      | runs the request           | grace    |
+ * | Done       | answered or gone | freed, or never held | back or destroyed | none |
  *
- * {@link use} runs one call through the gate on a driver's pool. The caller
- * gets control back at once when it gives up (interrupted, timed out); the
- * connection stays out of the pool while its statement runs on. An answer
- * within `grace` proves the connection was only slow, and it goes back to
- * the pool (unless the driver says the answer left it unusable); no answer
- * within `grace` and it is destroyed. A wedged connection is never handed out
- * again, and a busy database or event loop does not turn every call that
- * overran into a new connection.
+ * - Queued -> Connecting when admitted; Connecting -> Running when the pool
+ *   hands over a connection; Running -> Done when the request answers (the
+ *   caller gets the answer decoded, or the error classified).
+ * - The caller gives up (its deadline, or its interruption): Queued -> Done
+ *   (withdrawn from the gate), Connecting -> Leaving, Running -> Grace.
+ * - Leaving -> Done when the connection comes (it is healthy: released); when
+ *   the grace ends first, the slot is freed then, and the connection is
+ *   released whenever it comes. Grace -> Done when the request answers
+ *   (released) or the grace ends (destroyed).
+ * - No connection (the pool failed): Connecting or Leaving -> Done. A poll
+ *   shed by the gate: Queued -> Done at once.
  *
  * @internal
  */
 import type * as Clock from "effect/Clock"
-import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
@@ -43,90 +42,8 @@ import * as Deadlines from "../../internal/deadlines.js"
 import * as Runtime from "../../internal/runtime.js"
 import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
-import { OperationTimeout } from "./sqlStore.js"
-
-/** How many calls may wait for `capacity` connections before a poll is shed (see the module's note). */
-const waitingLimit = (capacity: number): number => 2 * capacity
-
-/**
- * A poll refused because every connection of the store was busy and enough
- * polls were already waiting. Retryable: it is skipped, not failed.
- *
- * @since 0.2.0
- * @category errors
- * @example
- * ```ts
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * new PgStore.Saturated({ operation: "inspect", capacity: 4 }).message
- * // "inspect shed: all 4 connections are busy and 8 calls already wait"
- * ```
- */
-export class Saturated extends Data.TaggedError("Saturated")<{
-  readonly operation: Operation
-  readonly capacity: number
-}> {
-  override get message(): string {
-    return `${this.operation} shed: all ${this.capacity} connections are busy and ${
-      waitingLimit(this.capacity)
-    } calls already wait`
-  }
-}
-
-/** A call waiting for admission, or admitted. */
-export interface Waiter {
-  /** Runs once the call holds a slot (maybe at once, synchronously, inside `enter`). */
-  readonly admitted: () => void
-}
-
-export interface Gate {
-  /**
-   * Admits `waiter`'s call for `operation`: `waiter.admitted()` runs once a
-   * slot is free (maybe at once, synchronously). A poll that would have to
-   * queue behind twice `capacity` other calls is refused instead.
-   */
-  readonly enter: (operation: Operation, waiter: Waiter) => Saturated | undefined
-  /** Takes back a call still waiting; false when it was already admitted (it then holds a slot). */
-  readonly withdraw: (waiter: Waiter) => boolean
-  /** Frees the slot of an admitted call; call it exactly once per admission. */
-  readonly leave: () => void
-}
-
-/** A leader's calls: losing them loses a term, or delays the next one. */
-const urgent = (operation: Operation): boolean => operation === "renew" || operation === "release"
-
-/** A gate over `capacity` connections. */
-export const make = (capacity: number): Gate => {
-  let free = capacity
-  const leaders: Array<Waiter> = []
-  const others: Array<Waiter> = []
-  const remove = (queue: Array<Waiter>, waiter: Waiter): boolean => {
-    const index = queue.indexOf(waiter)
-    if (index < 0) return false
-    queue.splice(index, 1)
-    return true
-  }
-  return {
-    enter: (operation, waiter) => {
-      if (free > 0) {
-        free -= 1
-        waiter.admitted()
-        return undefined
-      }
-      if (operation === "inspect" && others.length >= waitingLimit(capacity)) {
-        return stackless(() => new Saturated({ operation, capacity }))
-      }
-      ;(urgent(operation) ? leaders : others).push(waiter)
-      return undefined
-    },
-    withdraw: (waiter) => remove(leaders, waiter) || remove(others, waiter),
-    leave: () => {
-      const next = leaders.shift() ?? others.shift()
-      if (next === undefined) free += 1
-      else next.admitted()
-    }
-  }
-}
+import { OperationTimeout } from "../SqlStoreError.js"
+import type * as Admission from "./admission.js"
 
 /** What {@link use} needs from a driver's pool and connections. */
 export interface Driver<C, R, A> {
@@ -150,7 +67,7 @@ export interface Driver<C, R, A> {
  * it.
  */
 export interface Connections<C, R, A, E> {
-  readonly gate: Gate
+  readonly gate: Admission.Gate
   readonly driver: Driver<C, R, A>
   /** Bounds every call, waiting for a slot and a connection included. */
   readonly timeout: Duration.Duration
@@ -159,20 +76,30 @@ export interface Connections<C, R, A, E> {
   readonly failure: (operation: Operation, error: Error) => E
 }
 
+// The states of a call (see the module's table). Numbers on one field, not
+// an object per state: a call allocates nothing as it moves.
+const Queued = 0
+const Connecting = 1
+const Running = 2
+const Leaving = 3
+const Grace = 4
+const Done = 5
+type State = typeof Queued | typeof Connecting | typeof Running | typeof Leaving | typeof Grace | typeof Done
+
 /**
  * One call in flight. Everything the call needs is a field, and every
  * callback it hands out is built in a method, so that it holds the call and
- * nothing else: the request, the decoding and the caller's resumption are
- * dropped as soon as they are used. Whatever keeps a callback after the call
- * (Effect's handler for the caller's interruption, a driver's request, a
- * timer entry, all of them kept for a while by objects the young generation's
- * collections do not free) keeps this object alone, not the call's work.
+ * nothing else; each field is dropped when the states that need it end.
+ * Whatever keeps a callback after the call (Effect's handler for the
+ * caller's interruption, a driver's request, a timer entry, all of them kept
+ * for a while by objects the young generation's collections do not free)
+ * keeps this object alone, not the call's work.
  */
-class Call<C, R, A, B, E> implements Waiter, Caller.Call {
-  /** The slot is free again and the connection, if any, back or destroyed. */
-  private settled = false
+class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
+  private state: State = Queued
+  /** Running and Grace. */
   private connection: C | undefined = undefined
-  /** The call's deadline; once the caller gave up, the grace of its statement. */
+  /** The deadline while the caller waits, then the grace; none once Done. */
   private timer: Deadlines.Entry | undefined = undefined
   private readonly clock: Clock.Clock
   private readonly scheduler: Scheduler.Scheduler
@@ -182,9 +109,11 @@ class Call<C, R, A, B, E> implements Waiter, Caller.Call {
   constructor(
     private readonly connections: Connections<C, R, A, E>,
     private readonly operation: Operation,
+    /** Until it is sent (Queued, Connecting). */
     private request: R | undefined,
+    /** While the caller waits (Queued, Connecting, Running). */
     private answer: ((result: A) => Effect.Effect<B, E>) | undefined,
-    /** Undefined once the caller has its answer, or stopped waiting (interrupted, timed out). */
+    /** While the caller waits (Queued, Connecting, Running). */
     private resume: ((effect: Effect.Effect<B, E>) => void) | undefined,
     fiber: Fiber.RuntimeFiber<unknown, unknown>
   ) {
@@ -198,11 +127,11 @@ class Call<C, R, A, B, E> implements Waiter, Caller.Call {
     const { connections, operation } = this
     const shed = connections.gate.enter(operation, this)
     if (shed !== undefined) {
-      this.reply(Effect.fail(connections.failure(operation, shed)))
+      this.refuse(Effect.fail(connections.failure(operation, shed)))
       return undefined
     }
     // Answered already, synchronously: no deadline to keep.
-    if (this.resume === undefined) return undefined
+    if (this.state === Done) return undefined
     this.timer = this.after(connections.timeout, () => this.expired())
     const { caller } = this
     if (caller === undefined) return Effect.sync(() => this.abandon())
@@ -210,53 +139,49 @@ class Call<C, R, A, B, E> implements Waiter, Caller.Call {
     return undefined
   }
 
+  /** Queued -> Connecting. */
   admitted(): void {
+    this.state = Connecting
     this.connections.driver.connect((error, connection) => this.connected(error, connection))
   }
 
   private connected(error: Error | undefined, connection: C | undefined): void {
-    const { driver } = this.connections
     if (connection === undefined) {
+      const { resume } = this
       this.settle(undefined)
-      return this.fail(error ?? new Error("the pool returned no connection"))
+      resume?.(
+        Effect.fail(this.connections.failure(this.operation, error ?? new Error("the pool returned no connection")))
+      )
+      return
     }
-    if (this.resume === undefined) {
-      // Given up while connecting: the new connection is healthy.
-      driver.release(connection, undefined)
+    if (this.state !== Connecting) {
+      // Leaving or Done: the caller gave up while connecting; the new connection is healthy.
+      this.connections.driver.release(connection, undefined)
       return this.settle(undefined)
     }
+    this.state = Running
     this.connection = connection
     const request = this.request as R
     this.request = undefined
-    driver.run(connection, request, (error, result) => this.ran(error, result))
+    this.connections.driver.run(connection, request, (error, result) => this.ran(error, result))
   }
 
+  /** Running or Grace -> Done (in Done already when the grace ended first). */
   private ran(error: Error | undefined, result: A): void {
+    const { answer, resume } = this
     this.settle(error)
-    if (error !== undefined) return this.fail(error)
-    const { answer } = this
-    if (answer !== undefined) this.reply(answer(result))
-  }
-
-  private fail(error: Error): void {
-    this.reply(Effect.fail(this.connections.failure(this.operation, error)))
-  }
-
-  private reply(result: Effect.Effect<B, E>): void {
-    const { resume } = this
     if (resume === undefined) return
-    this.over()
-    resume(result)
+    resume(error === undefined ? answer!(result) : Effect.fail(this.connections.failure(this.operation, error)))
   }
 
-  /** The caller stops waiting: its deadline is dropped, and with it what it would have needed. */
-  private over(): void {
-    this.resume = undefined
-    this.answer = undefined
-    if (this.timer !== undefined) Deadlines.cancel(this.timer)
-    this.caller?.done(this)
+  /** Queued -> Done without a slot: shed. */
+  private refuse(result: Effect.Effect<B, E>): void {
+    const { resume } = this
+    this.end()
+    resume?.(result)
   }
 
+  /** The deadline passed while the caller waits. */
   private expired(): void {
     const { resume } = this
     this.abandon()
@@ -264,14 +189,20 @@ class Call<C, R, A, B, E> implements Waiter, Caller.Call {
     resume?.(Effect.fail(failure(this.operation, stackless(() => new OperationTimeout({ timeout })))))
   }
 
-  // The caller stopped waiting: a call still queued is withdrawn, and a
-  // statement still running keeps its slot, for `grace` at most.
+  /** The caller stopped waiting: Queued -> Done, Connecting -> Leaving, Running -> Grace. */
   abandon(): void {
-    this.over()
-    if (this.settled || this.connections.gate.withdraw(this)) {
-      this.request = undefined
-      return
+    const { state } = this
+    if (state === Queued) {
+      this.connections.gate.withdraw(this)
+      return this.end()
     }
+    if (state !== Connecting && state !== Running) return
+    this.state = state === Connecting ? Leaving : Grace
+    this.request = undefined
+    this.answer = undefined
+    this.resume = undefined
+    if (this.timer !== undefined) Deadlines.cancel(this.timer)
+    this.caller?.done(this)
     const { grace } = this.connections
     this.timer = this.after(
       grace,
@@ -279,14 +210,25 @@ class Call<C, R, A, B, E> implements Waiter, Caller.Call {
     )
   }
 
+  /** Any state holding a slot -> Done: the connection, if any, back or destroyed, and the slot freed. */
   private settle(error: Error | undefined): void {
-    if (this.settled) return
-    this.settled = true
-    if (this.timer !== undefined) Deadlines.cancel(this.timer)
+    if (this.state === Done) return
     const { connection } = this
-    this.connection = undefined
+    this.end()
     if (connection !== undefined) this.connections.driver.release(connection, error)
     this.connections.gate.leave()
+  }
+
+  /** -> Done: every field of the call's work dropped. */
+  private end(): void {
+    this.state = Done
+    this.request = undefined
+    this.answer = undefined
+    this.resume = undefined
+    this.connection = undefined
+    if (this.timer !== undefined) Deadlines.cancel(this.timer)
+    this.timer = undefined
+    this.caller?.done(this)
   }
 
   private after(duration: Duration.Duration, expire: () => void): Deadlines.Entry {

@@ -15,7 +15,6 @@
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -78,30 +77,6 @@ export const maxConnections = (value: number = defaultMaxConnections): Either.Ei
   Number.isSafeInteger(value) && value >= 1
     ? Either.right(value)
     : Either.left(new InvalidConfig({ field: "maxConnections", reason: `must be a positive integer, got ${value}` }))
-
-/**
- * A store call did not complete within the store's operation timeout. Its
- * connection stays out of the pool until the statement answers, and is
- * destroyed if it does not answer within twice the timeout more.
- *
- * @since 0.1.0
- * @category errors
- * @example
- * ```ts
- * import { Duration } from "effect"
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * new PgStore.OperationTimeout({ timeout: Duration.seconds(3) }).message
- * // "no answer from the database within 3s"
- * ```
- */
-export class OperationTimeout extends Data.TaggedError("OperationTimeout")<{
-  readonly timeout: Duration.Duration
-}> {
-  override get message(): string {
-    return `no answer from the database within ${Duration.format(this.timeout)}`
-  }
-}
 
 /**
  * A URL for the driver's eyes only. Whatever the store reports (errors, logs)

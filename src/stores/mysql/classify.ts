@@ -4,8 +4,7 @@
  * @internal
  */
 import * as Predicate from "effect/Predicate"
-import { Saturated } from "../internal/gate.js"
-import { OperationTimeout } from "../internal/sqlStore.js"
+import { OperationTimeout, Saturated } from "../SqlStoreError.js"
 
 /** What the store learns from a driver error. */
 export interface Classification {

@@ -33,7 +33,7 @@
  *
  * @internal
  */
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
@@ -41,7 +41,9 @@ import { createRequire } from "node:module"
 import { stackless } from "../../internal/stackless.js"
 import type { Operation } from "../../Store.js"
 import { StoreError } from "../../Store.js"
+import * as Admission from "../internal/admission.js"
 import * as Gate from "../internal/gate.js"
+import * as Rules from "../internal/rules.js"
 import { classify } from "./classify.js"
 import * as Driver from "./driver.js"
 
@@ -115,7 +117,7 @@ export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => 
     StoreError
   > = {
     // mysql2 fills in its default limit (10) when none was given.
-    gate: Gate.make(pool.config.connectionLimit ?? 10),
+    gate: Admission.make(pool.config.connectionLimit ?? 10),
     driver: {
       connect: (callback) =>
         pool.getConnection((error, connection) =>
@@ -127,9 +129,7 @@ export const fromPool = (pool: Mysql.Pool, timeout: Duration.Duration): Pool => 
       release: (connection, error) => error === undefined ? connection.release() : connection.destroy()
     },
     timeout,
-    // A call let in just before its deadline is abandoned at once: its late
-    // answer needs about a round trip, hence twice the timeout of grace.
-    grace: Duration.times(timeout, 2),
+    grace: Rules.grace(timeout),
     failure: storeError
   }
   return {

@@ -8,8 +8,7 @@ import * as Predicate from "effect/Predicate"
 import { InvalidConfig } from "../../ElectorError.js"
 import { stackless } from "../../internal/stackless.js"
 import { type Operation, StoreError } from "../../Store.js"
-import { Saturated } from "../internal/gate.js"
-import { OperationTimeout } from "../internal/sqlStore.js"
+import { OperationTimeout, Saturated } from "../SqlStoreError.js"
 
 /**
  * The verdict on one error.

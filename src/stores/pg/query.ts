@@ -20,6 +20,7 @@ import type * as Effect from "effect/Effect"
 import { constVoid } from "effect/Function"
 import type { Pool, PoolClient, QueryResult } from "pg"
 import type { Operation } from "../../Store.js"
+import * as Admission from "../internal/admission.js"
 import * as Gate from "../internal/gate.js"
 import { Pg } from "./driver.js"
 
@@ -51,7 +52,7 @@ export const connections = <E>(
   failure: (operation: Operation, error: Error) => E
 ): Connections<E> => ({
   // pg-pool fills in its default size (10) when none was given.
-  gate: Gate.make(pool.options.max ?? 10),
+  gate: Admission.make(pool.options.max ?? 10),
   driver: {
     connect: (callback) => pool.connect((error, client) => callback(error ?? undefined, client)),
     run: (client, { text, values }, callback) => {

@@ -1,0 +1,80 @@
+/**
+ * Admission to a SQL store's connections, with priority, so that overload
+ * degrades into skipped polls instead of a reconnect storm.
+ *
+ * A call holds one of `capacity` slots (the pool's size) from admission until
+ * its connection is back in the pool or destroyed, which can be after the
+ * caller gave up (see `gate.ts`). So the gate always knows how many
+ * connections are really busy, and the store never asks the pool for more
+ * than it has.
+ *
+ * When every slot is taken, renewals and releases (a leader keeping or ending
+ * its term) wait in their own queue, served first; the other calls wait
+ * behind them, and a follower's poll (`inspect`) that would wait behind
+ * {@link waitingLimit} others is refused at once with {@link Saturated}, a
+ * retryable error: the follower tries again at its next poll, and the store
+ * does no work for it. A claim (`acquire`) is never shed: a follower only
+ * claims a lease it saw free, and the claim is what ends a leaderless
+ * interval. Waiting is bounded by the call's own deadline.
+ *
+ * @internal
+ */
+import { stackless } from "../../internal/stackless.js"
+import type { Operation } from "../../Store.js"
+import { Saturated } from "../SqlStoreError.js"
+import { waitingLimit } from "./rules.js"
+
+/** A call waiting for admission, or admitted. */
+export interface Waiter {
+  /** Runs once the call holds a slot (maybe at once, synchronously, inside `enter`). */
+  readonly admitted: () => void
+}
+
+export interface Gate {
+  /**
+   * Admits `waiter`'s call for `operation`: `waiter.admitted()` runs once a
+   * slot is free (maybe at once, synchronously). A poll that would have to
+   * queue behind {@link waitingLimit} other calls is refused instead.
+   */
+  readonly enter: (operation: Operation, waiter: Waiter) => Saturated | undefined
+  /** Takes back a call still waiting; false when it was already admitted (it then holds a slot). */
+  readonly withdraw: (waiter: Waiter) => boolean
+  /** Frees the slot of an admitted call; call it exactly once per admission. */
+  readonly leave: () => void
+}
+
+/** A leader's calls: losing them loses a term, or delays the next one. */
+const urgent = (operation: Operation): boolean => operation === "renew" || operation === "release"
+
+/** A gate over `capacity` connections. */
+export const make = (capacity: number): Gate => {
+  let free = capacity
+  const leaders: Array<Waiter> = []
+  const others: Array<Waiter> = []
+  const remove = (queue: Array<Waiter>, waiter: Waiter): boolean => {
+    const index = queue.indexOf(waiter)
+    if (index < 0) return false
+    queue.splice(index, 1)
+    return true
+  }
+  return {
+    enter: (operation, waiter) => {
+      if (free > 0) {
+        free -= 1
+        waiter.admitted()
+        return undefined
+      }
+      if (operation === "inspect" && others.length >= waitingLimit(capacity)) {
+        return stackless(() => new Saturated({ operation, capacity }))
+      }
+      ;(urgent(operation) ? leaders : others).push(waiter)
+      return undefined
+    },
+    withdraw: (waiter) => remove(leaders, waiter) || remove(others, waiter),
+    leave: () => {
+      const next = leaders.shift() ?? others.shift()
+      if (next === undefined) free += 1
+      else next.admitted()
+    }
+  }
+}
