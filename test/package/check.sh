@@ -3,7 +3,7 @@
 #
 # Packs the library (prepack builds it), installs the tarball into scratch
 # consumers in a temp dir, and
-#   - type-checks every ```ts block of README.md with skipLibCheck: false,
+#   - type-checks every ```ts block of README.md and docs/*.md with skipLibCheck: false,
 #     under moduleResolution nodenext and bundler, and runs each block against
 #     the shared PostgreSQL and MariaDB (a block still running after 15 s is
 #     stopped with SIGTERM and counts as passed if it printed no error);
@@ -49,10 +49,10 @@ cli=$(grep -E "/(bin|cli)(/|\.)" <<<"$listing" || true)
 [ -z "$cli" ] || fail "tarball ships the CLI: $cli"
 echo "$(wc -l <<<"$listing") files, $(du -h "$TARBALL" | cut -f1)"
 
-node "$ROOT/test/package/readme-blocks.mjs" "$ROOT/README.md" "$WORK/blocks" >"$WORK/blocks.txt"
+node "$ROOT/test/package/readme-blocks.mjs" "$WORK/blocks" "$ROOT/README.md" "$ROOT"/docs/*.md >"$WORK/blocks.txt"
 cat "$WORK/blocks.txt"
 
-# consumer DIR: an ESM package with the README blocks in src/.
+# consumer DIR: an ESM package with the README's and docs' blocks in src/.
 consumer() {
   mkdir -p "$1/src"
   echo '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }' >"$1/package.json"
