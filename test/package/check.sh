@@ -7,6 +7,9 @@
 #     under moduleResolution nodenext and bundler, and runs each block against
 #     the shared PostgreSQL and MariaDB (a block still running after 15 s is
 #     stopped with SIGTERM and counts as passed if it printed no error);
+#   - runs the Effect and the MySQL quick starts until they lead, sends them
+#     SIGTERM as a deploy does, and checks that each released its lease (the
+#     row expired on the database's clock) rather than leaving it to run out;
 #   - does the same in a consumer pinned to the oldest supported effect
 #     (3.21.0) and checks that it holds exactly one copy of effect;
 #   - checks that a consumer of the core and PgStore only (effect, pg,
@@ -100,6 +103,57 @@ run_blocks() { # DIR LABEL: runs dist/readme-*.js side by side, each for 15 s at
   done
 }
 
+# remaining_ms DIR pg|mysql NAME: milliseconds left on the lease of election
+# NAME in the default table (negative once expired or released), or "none".
+remaining_ms() {
+  (cd "$1" && node -e '
+const [db, name] = process.argv.slice(1)
+const read = async () => {
+  if (db === "pg") {
+    const client = new (require("pg").Client)({ connectionString: process.env.DATABASE_URL })
+    await client.connect()
+    const sql = "SELECT (EXTRACT(EPOCH FROM expires_at - now()) * 1000)::int AS ms FROM leader_election WHERE name = $1"
+    const { rows } = await client.query(sql, [name])
+    await client.end()
+    return rows[0]?.ms
+  }
+  const connection = await require("mysql2/promise").createConnection(process.env.MYSQL_URL)
+  const sql = "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) DIV 1000 AS ms FROM leader_election WHERE name = ?"
+  const [rows] = await connection.query(sql, [name])
+  await connection.end()
+  return rows[0]?.ms
+}
+read().then((ms) => console.log(ms ?? "none"))' "$2" "$3")
+}
+
+# sigterm_check DIR LABEL HEADING pg|mysql PATTERN: runs the README block under
+# HEADING until its output shows PATTERN (it leads), sends it SIGTERM as an
+# orchestrator does, and checks that it exits and its lease of the election
+# "invoice-reconciler" is released, not left to expire a lease later.
+sigterm_check() {
+  local block out pid rc waited=0 ms
+  block=$(awk -F'\t' -v heading="$3" '$3 == heading { print $1; exit }' "$WORK/blocks.txt")
+  out="$1/$block.sigterm.out"
+  (cd "$1" && exec node "dist/$block.js") >"$out" 2>&1 &
+  pid=$!
+  until grep -q "$5" "$out" || [ "$waited" -ge 60 ]; do sleep 1; waited=$((waited + 1)); done
+  if ! grep -q "$5" "$out"; then
+    kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+    fail "SIGTERM: $2 $block ($3) never led within 60 s"; tail -20 "$out"; return
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  waited=0
+  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 20 ]; do sleep 1; waited=$((waited + 1)); done
+  kill -KILL "$pid" 2>/dev/null || true
+  rc=0 && wait "$pid" || rc=$?
+  ms=$(remaining_ms "$1" "$4" invoice-reconciler)
+  if [ "$rc" = 0 ] && [[ "$ms" =~ ^-?[0-9]+$ ]] && [ "$ms" -le 0 ]; then
+    echo "ok   SIGTERM: $2 $block ($3, $4) exited 0 within ${waited} s, lease released (expired ${ms#-} ms ago)"
+  else
+    fail "SIGTERM: $2 $block ($3, $4): exit $rc after ${waited} s, lease ms left: $ms"; tail -20 "$out"
+  fi
+}
+
 one_effect() { # DIR LABEL: exactly one copy of effect
   local copies
   copies=$(cd "$1" && npm ls effect --all --parseable | sort -u | wc -l)
@@ -126,6 +180,8 @@ typecheck "$LATEST" tsconfig.json "latest, nodenext"
 typecheck "$LATEST" tsconfig.bundler.json "latest, bundler (exactOptionalPropertyTypes)"
 one_effect "$LATEST" latest
 run_blocks "$LATEST" latest
+sigterm_check "$LATEST" latest "Effect quick start" pg "under fence"
+sigterm_check "$LATEST" latest "MySQL / MariaDB quick start" mysql "leading"
 
 step "consumer pinned to the oldest supported effect ($OLDEST_EFFECT)"
 OLDEST="$WORK/oldest"
