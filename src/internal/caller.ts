@@ -76,10 +76,8 @@ export class Caller {
 export const of = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Caller | undefined => callers.get(fiber)
 
 /**
- * Runs `effect` on a fiber that is `caller`. Whoever stops it calls
- * `caller.stop()` once it has stopped, as it takes back the loop's wait
- * (`Deadlines.Waits`): a finalizer of the loop's own would keep its frames on
- * the fiber for the loop's whole life.
+ * Runs `effect` on a fiber that is `caller`, which must be stopped once the
+ * fiber has stopped: loop.ts starts every loop with that release.
  *
  * @internal
  */

@@ -32,11 +32,11 @@ import type * as Metrics from "../Metrics.js"
 import * as Store from "../Store.js"
 import { type Candidacy, type Candidate, type Operation, StoreError } from "../Store.js"
 import * as AnswersWithin from "./answersWithin.js"
-import * as Caller from "./caller.js"
 import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Deadlines from "./deadlines.js"
 import * as Instrumentation from "./instrumentation.js"
+import * as Loop from "./loop.js"
 import * as Runtime from "./runtime.js"
 import { stackless } from "./stackless.js"
 import { backoff, jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
@@ -811,39 +811,22 @@ class Participant implements Elector {
       ({ stop }) =>
         Effect.gen(this, function*() {
           const { clock, config } = this
-          const scheduler = yield* Runtime.scheduler
-          const guard = this.watchdog(stop, scheduler)
+          const guard = this.watchdog(stop, yield* Runtime.scheduler)
           const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
-          const renewing = Deadlines.waits(clock, scheduler)
-          const renewal = new Caller.Caller()
-          // A child of this fiber rather than a daemon, so TestClock sees it.
-          const renewer = yield* Effect.fork(
-            Caller.run(renewal, this.renewals(fence, first, stop, guard.moved, renewing))
-          )
+          // Children of this fiber rather than daemons, so TestClock sees them.
+          const renewer = yield* Loop.fork(clock, (waits) => this.renewals(fence, first, stop, guard.moved, waits))
           // No fiber at all for a participant that is no candidate.
-          const challenging = this.standing === undefined
+          const challenger = this.standing === undefined
             ? undefined
-            : { waits: Deadlines.waits(clock, scheduler), caller: new Caller.Caller() }
-          const challenger = challenging === undefined
-            ? undefined
-            : yield* Effect.fork(Caller.run(challenging.caller, this.challenges(stop, challenging.waits)))
+            : yield* Loop.fork(clock, (waits) => this.challenges(stop, waits))
           return yield* Deferred.await(stop).pipe(
             // Built when the term ends, not kept on the fiber while it lasts.
-            Effect.ensuring(Effect.suspend(() =>
-              Effect.zipRight(
-                challenger === undefined ? Effect.void : Fiber.interrupt(challenger),
-                Effect.zipRight(
-                  Fiber.interrupt(renewer),
-                  Effect.sync(() => {
-                    guard.disarm()
-                    renewing.cancel()
-                    renewal.stop()
-                    challenging?.waits.cancel()
-                    challenging?.caller.stop()
-                  })
-                )
-              )
-            ))
+            Effect.ensuring(Effect.suspend(() => {
+              guard.disarm()
+              return challenger === undefined
+                ? Fiber.interrupt(renewer)
+                : Effect.zipRight(Fiber.interrupt(challenger), Fiber.interrupt(renewer))
+            }))
           )
         }),
       (term, exit) => this.endTerm(term, exit)
@@ -953,19 +936,20 @@ class Participant implements Elector {
         const { clock } = this
         const settings = Runtime.settingsOf(fiber)
         const { annotations, services } = settings
-        const waits = Deadlines.waits(clock, Runtime.schedulerOf(fiber))
-        const caller = new Caller.Caller()
-        const loop = Caller.run(caller, this.follow(waits)).pipe(
-          // Nothing the store or user code does ends the loop; should anything
-          // else, say so loudly rather than linger as a silent non-participant.
-          // (Interrupting `run` from outside skips this: that is how it stops.)
-          Effect.tapErrorCause((cause) =>
-            Effect.zipRight(
-              Effect.logFatal("the elector stopped", cause),
-              Effect.sync(() => this.settleReady(Exit.failCause(cause)))
+        const loop = (waits: Deadlines.Waits) =>
+          restore(
+            this.follow(waits).pipe(
+              // Nothing the store or user code does ends the loop; should anything
+              // else, say so loudly rather than linger as a silent non-participant.
+              // (Interrupting `run` from outside skips this: that is how it stops.)
+              Effect.tapErrorCause((cause) =>
+                Effect.zipRight(
+                  Effect.logFatal("the elector stopped", cause),
+                  Effect.sync(() => this.settleReady(Exit.failCause(cause)))
+                )
+              )
             )
           )
-        )
         return Effect.zipRight(
           // The loop runs with the elector's clock and log annotations.
           Runtime.set({
@@ -977,25 +961,18 @@ class Participant implements Elector {
               : Context.add(services, Clock.Clock, clock),
             annotations: HashMap.set(HashMap.set(annotations, "election", this.name), "identity", this.identity)
           }),
-          Effect.ensuring(
-            restore(loop),
-            // Built when the loop stops, not kept on the fiber while it runs.
-            Effect.suspend(() => {
-              // The call the loop had in flight is abandoned (see caller.ts),
-              // and the withdrawal's call gets a canceller of its own.
-              caller.stop()
-              return Effect.zipRight(
-                this.withdrawal(),
-                Effect.zipRight(
-                  Effect.sync(() => {
-                    waits.cancel()
-                    this.runner = undefined
-                  }),
-                  Runtime.set(settings)
-                )
+          // Once the loop is released (its call in flight abandoned), the
+          // withdrawal's call gets a canceller of its own.
+          Loop.run(clock, loop, () =>
+            Effect.zipRight(
+              this.withdrawal(),
+              Effect.zipRight(
+                Effect.sync(() => {
+                  this.runner = undefined
+                }),
+                Runtime.set(settings)
               )
-            })
-          )
+            ))
         )
       })
     )
