@@ -55,7 +55,6 @@ import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import pg from "pg"
 import * as Elector from "../src/Elector.js"
-import * as AnswersWithin from "../src/internal/answersWithin.js"
 import * as Timing from "../src/internal/timing.js"
 import * as Store from "../src/Store.js"
 import * as MysqlSql from "../src/stores/mysql/statements.js"
@@ -468,15 +467,15 @@ const timedStore = (store: Store.StoreShape, rec: Recorder): Store.StoreShape =>
       }
     })
   }
-  const wrapped: Store.StoreShape = {
+  // Timing a call keeps the store's promise to answer within its timeout:
+  // the spread keeps it.
+  return {
+    ...store,
     acquire: (...a) => timed("acquire", store.acquire(...a)),
     renew: (...a) => timed("renew", store.renew(...a)),
     release: (...a) => timed("release", store.release(...a)),
     inspect: (...a) => timed("inspect", store.inspect(...a))
   }
-  // Timing a call keeps the store's promise to answer within its timeout.
-  const within = AnswersWithin.of(store)
-  return within === undefined ? wrapped : AnswersWithin.promise(wrapped, within)
 }
 
 const startLibrary = (store: Store.StoreShape, rec: Recorder, prefix: string) => async (): Promise<Running> => {

@@ -259,6 +259,21 @@ export interface StoreShape {
    * without it elects as well, and refuses scheduled jobs.
    */
   readonly slots?: SlotStore | undefined
+  /**
+   * Optional (the SQL stores set it to their `operationTimeout`): the store's
+   * promise that every call answers, with its result or an error of its own,
+   * within this time of being started, and gives control back at once when
+   * interrupted. An elector whose `operationTimeout` is at least this runs the
+   * calls on its own fibers; it runs any other store's calls each in a fiber
+   * of its own beside a deadline, which costs a fiber per call.
+   *
+   * A spread of the store (`{ ...store }`) keeps the promise. A store that
+   * wraps another's calls in ways that may break it (delays, retries) must
+   * not: it leaves the field out, or sets it to `undefined`.
+   *
+   * @since 0.2.0
+   */
+  readonly answersWithin?: Duration.Duration | undefined
 }
 
 /**

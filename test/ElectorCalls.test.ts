@@ -7,12 +7,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
-import * as AnswersWithin from "../src/internal/answersWithin.js"
 import * as Store from "../src/Store.js"
 import { StoreError } from "../src/Store.js"
 import * as Admission from "../src/stores/internal/admission.js"
 import * as Gate from "../src/stores/internal/gate.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
+import * as FaultyStore from "../src/testing/FaultyStore.js"
 import { Started } from "./support/Started.js"
 
 /** Fibers started while a follower polls a lease someone else holds, for 20 s of 1 s polls. */
@@ -20,7 +20,7 @@ const fibersWhilePolling = (within: Duration.DurationInput | undefined) =>
   Effect.gen(function*() {
     const db = yield* MemoryStore.make()
     yield* db.acquire("job", "other", Duration.minutes(10), null)
-    const store = within === undefined ? { ...db } : AnswersWithin.promise({ ...db }, Duration.decode(within))
+    const store = within === undefined ? { ...db } : { ...db, answersWithin: Duration.decode(within) }
     const started = new Started()
     const elector = yield* Elector.make({ name: "job", identity: "me", retryPeriod: "1 second" }).pipe(
       Effect.provideService(Store.Store, store)
@@ -42,6 +42,14 @@ describe("Elector store calls", () => {
     Effect.gen(function*() {
       expect(yield* Effect.scoped(fibersWhilePolling(undefined))).toBeGreaterThanOrEqual(20)
       expect(yield* Effect.scoped(fibersWhilePolling("4 seconds"))).toBeGreaterThanOrEqual(20)
+    }))
+
+  it.effect("keep the store's promise through a spread; FaultyStore, whose faults may break it, opts out", () =>
+    Effect.gen(function*() {
+      const db = yield* MemoryStore.make()
+      const promising: Store.StoreShape = { ...db, answersWithin: Duration.seconds(1) }
+      expect({ ...promising }.answersWithin).toEqual(Duration.seconds(1))
+      expect(FaultyStore.make(promising).answersWithin).toBeUndefined()
     }))
 })
 
@@ -70,13 +78,13 @@ const gatedStore = (db: Store.StoreShape) => {
     grace: Duration.seconds(6),
     failure: (operation, cause) => new StoreError({ operation, reason: cause.message, retryable: true, cause })
   }
-  const shape: Store.StoreShape = {
+  const store: Store.StoreShape = {
     ...db,
+    answersWithin: Duration.seconds(3),
     inspect: (name) => Gate.use(connections, "inspect", "inspect", () => db.inspect(name)),
     renew: (name, identity, fence, ttl, payload) =>
       Gate.use(connections, "renew", "renew", () => db.renew(name, identity, fence, ttl, payload))
   }
-  const store = AnswersWithin.promise(shape, Duration.seconds(3))
   return {
     store,
     requests,

@@ -23,7 +23,6 @@ import {
   TestClock
 } from "effect"
 import * as Elector from "../src/Elector.js"
-import * as AnswersWithin from "../src/internal/answersWithin.js"
 import * as Lease from "../src/Lease.js"
 import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
@@ -128,7 +127,7 @@ describe("Elector robustness", () => {
       Effect.gen(function*() {
         const db = yield* world
         const shape: Store.StoreShape = { ...db, inspect: () => Effect.interrupt }
-        const store = onCaller ? AnswersWithin.promise(shape, Duration.seconds(1)) : shape
+        const store = onCaller ? { ...shape, answersWithin: Duration.seconds(1) } : shape
         const { elector, run } = yield* join(store, { name: "jobs", identity: "a" })
         yield* seconds(10)
         expect(run.unsafePoll()).toBeNull()
@@ -136,7 +135,7 @@ describe("Elector robustness", () => {
         expect(error.message).toBe("inspect failed (fatal): the store call was interrupted")
         expect(yield* Effect.flip(db.inspect("jobs"))).toBeInstanceOf(Store.NoLease)
         const dying = { ...db, inspect: () => Effect.die(new Error("injected")) }
-        const other = yield* join(onCaller ? AnswersWithin.promise(dying, Duration.seconds(1)) : dying, {
+        const other = yield* join(onCaller ? { ...dying, answersWithin: Duration.seconds(1) } : dying, {
           name: "jobs",
           identity: "b"
         })

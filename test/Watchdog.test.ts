@@ -11,7 +11,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Option, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
-import * as AnswersWithin from "../src/internal/answersWithin.js"
 import type * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
@@ -73,7 +72,7 @@ describe("Watchdog", () => {
       // Calls on the elector's fiber (the store promises to answer in time),
       // so that every fiber counted is the term's.
       const db = yield* MemoryStore.make()
-      const store = AnswersWithin.promise({ ...db }, Duration.seconds(1))
+      const store = { ...db, answersWithin: Duration.seconds(1) }
       const started = new Started()
       const elector = yield* Elector.make({ name: "job", identity: "me", renewInterval: "5 seconds" }).pipe(
         Effect.provideService(Store.Store, store)

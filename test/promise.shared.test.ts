@@ -2,7 +2,7 @@
  * One store, one pool, many Promise electors: `openStore`, over the shared
  * PostgreSQL.
  */
-import { Effect } from "effect"
+import { Effect, Fiber, Option } from "effect"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { createElector, openStore } from "../src/promise.js"
@@ -51,6 +51,32 @@ describe("openStore (Promise API)", () => {
     await store.close()
     expect(pool.totalCount).toBeGreaterThan(0)
     await pool.end()
+  })
+
+  it("keeps the store's promise to answer in time: the loops make their calls on their own fibers", async () => {
+    const pool = new pg.Pool({ connectionString: directUrl, max: 2 })
+    // The gate asks for a connection on the calling fiber's stack: record
+    // that fiber. An elector makes its calls on its loops' fibers (the
+    // follow loop, a term's renewals) when the store promises to answer in
+    // time; otherwise each call runs in a fiber of its own.
+    const fibers: Array<number | undefined> = []
+    const connect = pool.connect.bind(pool)
+    pool.connect = ((callback: Parameters<typeof connect>[0]) => {
+      fibers.push(Option.getOrUndefined(Option.map(Fiber.getCurrentFiber(), (fiber) => fiber.id().id)))
+      return connect(callback)
+    }) as typeof pool.connect
+    const store = await openStore(PgStore.layerFromPool(pool, { table, ensureSchema: true }))
+    // The schema's call, made as the store was opened, is not a loop's.
+    fibers.length = 0
+    const name = `fast-${process.pid}`
+    const elector = createElector({ ...timing, store, name, identity: "only", logLevel: "None" })
+    await elector.start()
+    await eventually(() => elector.isLeader() && fibers.length >= 10, "a leader and ten calls")
+    await elector.stop()
+    await store.close()
+    await pool.end()
+    expect(fibers).not.toContain(undefined)
+    expect(new Set(fibers).size).toBeLessThanOrEqual(2)
   })
 
   it("closes the pool a URL store owns", async () => {

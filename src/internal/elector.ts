@@ -31,7 +31,6 @@ import * as Lease from "../Lease.js"
 import type * as Metrics from "../Metrics.js"
 import * as Store from "../Store.js"
 import { type Candidacy, type Candidate, type Operation, StoreError } from "../Store.js"
-import * as AnswersWithin from "./answersWithin.js"
 import { outranks } from "./candidacy.js"
 import { formatDuration, resolve } from "./config.js"
 import * as Deadlines from "./deadlines.js"
@@ -162,7 +161,7 @@ class Participant implements Elector {
   /**
    * Whether store calls run on the caller's fiber: the store promises to
    * answer within operationTimeout, and to give control back at once when
-   * interrupted (the SQL stores: see answersWithin.ts).
+   * interrupted (`answersWithin`, the SQL stores).
    */
   readonly onCaller: boolean
 
@@ -276,7 +275,7 @@ class Participant implements Elector {
     this.onStartedLeading = input.onStartedLeading
     this.onStoppedLeading = input.onStoppedLeading
     this.timeout = Duration.unsafeToNanos(config.operationTimeout)
-    const promised = AnswersWithin.of(store)
+    const promised = store.answersWithin
     this.onCaller = promised !== undefined && Duration.lessThanOrEqualTo(promised, config.operationTimeout)
   }
 
@@ -409,7 +408,7 @@ class Participant implements Elector {
   // Every store call gives control back at operationTimeout, whatever the
   // store does with the interruption. A store that promises to answer
   // within that time, and to give control back at once when interrupted
-  // (the SQL stores: see answersWithin.ts), runs on the caller's fiber.
+  // (`answersWithin`: the SQL stores), runs on the caller's fiber.
   // Any other store's attempt runs in a fiber of its own, started on the
   // caller's runtime (its clock, tracer, span and log annotations) but never
   // a child of the caller (a fiber waits for its children when it exits,

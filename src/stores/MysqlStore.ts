@@ -66,7 +66,6 @@ import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type * as Mysql from "mysql2"
 import { InvalidConfig } from "../ElectorError.js"
-import * as AnswersWithin from "../internal/answersWithin.js"
 import * as limits from "../internal/limits.js"
 import { stackless } from "../internal/stackless.js"
 import type { Lease } from "../Lease.js"
@@ -469,7 +468,7 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
   })
 
   // Every call is one request through the pool's gate, which answers by its timeout.
-  return AnswersWithin.promise(
+  return Object.assign(
     limits.enforce<MysqlStore>({
       table,
       slotTable: Option.getOrUndefined(slotTable),
@@ -557,7 +556,7 @@ const storeOn = (pool: Pool.Pool, table: string, slotTable: Option.Option<string
         (result) => rows(result).map(Sql.toCandidate)
       )
     }),
-    pool.timeout
+    { answersWithin: pool.timeout }
   )
 }
 

@@ -37,7 +37,6 @@ import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { Pool, PoolConfig, QueryResult } from "pg"
 import type { InvalidConfig } from "../ElectorError.js"
-import * as AnswersWithin from "../internal/answersWithin.js"
 import * as limits from "../internal/limits.js"
 import { stackless } from "../internal/stackless.js"
 import type { Lease } from "../Lease.js"
@@ -442,7 +441,7 @@ export const makeFromPool = (
       }
     }
     // Every call goes through the gate, which answers by the timeout.
-    return AnswersWithin.promise(
+    return Object.assign(
       limits.enforce<PgStore>({
         table,
         slotTable: Option.getOrUndefined(slotTable),
@@ -492,7 +491,7 @@ export const makeFromPool = (
           (result) => result.rows.map((row) => ({ name: text(row, "name"), ...toCandidate(row) }))
         )
       }),
-      timeout
+      { answersWithin: timeout }
     )
   }).pipe(SqlStore.withSchema(options))
 
