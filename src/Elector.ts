@@ -321,14 +321,16 @@ export class Elector extends Context.Tag("effect-leaderelection/Elector")<Electo
  * import { Effect } from "effect"
  * import { Elector } from "effect-leaderelection"
  *
- * // Fails with InvalidConfig: a lost renewal needs 12.25s but only 9s is available
- * Elector.validate({
+ * const refused = Elector.validate({
  *   name: "too-tight",
  *   leaseDuration: "10 seconds",
  *   renewInterval: "5 seconds",
  *   operationTimeout: "3 seconds",
  *   safetyMargin: "1 second"
- * }).pipe(Effect.runSync)
+ * }).pipe(Effect.flip, Effect.runSync)
+ * console.log(refused.message)
+ * // invalid config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s)
+ * // but only leaseDuration-safetyMargin (9s) is available
  * ```
  */
 export const validate: (config: ElectorConfig) => Effect.Effect<ResolvedConfig, InvalidConfig | IdentityError> =
@@ -390,7 +392,8 @@ export const make: (
  *   Layer.provide(MemoryStore.layer())
  * )
  * const reconcile = Effect.flatMap(Leadership.fence, (fence) => Effect.log(`reconciling under ${fence}`))
- * Elector.whileLeader(reconcile).pipe(Effect.provide(ElectorLive), Effect.runFork)
+ * // A whole program: run it with NodeRuntime.runMain, which releases the lease on SIGTERM.
+ * const program = Elector.whileLeader(reconcile).pipe(Effect.provide(ElectorLive))
  * ```
  */
 export const layer = (
@@ -641,9 +644,11 @@ export interface DecodedStatus extends Omit<Status, "lastError"> {
  * import { Schema } from "effect"
  * import { Elector } from "effect-leaderelection"
  *
- * declare const body: string // e.g. a health check's answer, field `status`
+ * // e.g. the `status` field of a health check's answer
+ * const body = `{"isLeader":false,"fence":null,"identity":"api-2-77-b1","leader":"api-1-42-9f","leaderFence":"3",
+ *   "leaderPayload":null,"observedAt":"2026-01-01T10:00:12.000Z","validUntil":null,"lastError":null}`
  * const status = Schema.decodeUnknownSync(Elector.StatusFromJson)(JSON.parse(body))
- * status.leaderFence // Option<bigint>
+ * status.leaderFence // Option.some(3n)
  * ```
  */
 export const StatusFromJson: Schema.Schema<DecodedStatus, StatusJson> = statusJson.StatusFromJson

@@ -17,8 +17,18 @@ import * as Duration from "effect/Duration"
  * ```ts
  * import { Lease } from "effect-leaderelection"
  *
- * declare const lease: Lease.Lease
- * console.log(lease.holder, lease.fence, Lease.ttl(lease))
+ * // As a store reports it, every instant from the database's clock.
+ * const lease: Lease.Lease = {
+ *   name: "jobs",
+ *   holder: "api-1-4242-9f2c",
+ *   fence: 3n,
+ *   payload: null,
+ *   acquiredAt: new Date("2026-01-01T10:00:00Z"),
+ *   renewedAt: new Date("2026-01-01T10:00:06Z"),
+ *   expiresAt: new Date("2026-01-01T10:00:21Z"),
+ *   now: new Date("2026-01-01T10:00:12Z")
+ * }
+ * console.log(lease.holder, lease.fence, Lease.ttl(lease)) // api-1-4242-9f2c 3n Duration(9s)
  * ```
  */
 export interface Lease {
@@ -55,8 +65,18 @@ export interface Lease {
  * import { Duration } from "effect"
  * import { Lease } from "effect-leaderelection"
  *
- * declare const lease: Lease.Lease
- * Duration.toMillis(Lease.ttl(lease))
+ * // As a store reports it, every instant from the database's clock.
+ * const lease: Lease.Lease = {
+ *   name: "jobs",
+ *   holder: "api-1-4242-9f2c",
+ *   fence: 3n,
+ *   payload: null,
+ *   acquiredAt: new Date("2026-01-01T10:00:00Z"),
+ *   renewedAt: new Date("2026-01-01T10:00:06Z"),
+ *   expiresAt: new Date("2026-01-01T10:00:21Z"),
+ *   now: new Date("2026-01-01T10:00:12Z")
+ * }
+ * Duration.toMillis(Lease.ttl(lease)) // 9000: expiresAt - now, whatever the local clock says
  * ```
  */
 export const ttl = (lease: Lease): Duration.Duration =>
@@ -71,8 +91,18 @@ export const ttl = (lease: Lease): Duration.Duration =>
  * ```ts
  * import { Lease } from "effect-leaderelection"
  *
- * declare const lease: Lease.Lease
- * if (Lease.isExpired(lease)) console.log("claimable")
+ * // As a store reports it, every instant from the database's clock.
+ * const lease: Lease.Lease = {
+ *   name: "jobs",
+ *   holder: "api-1-4242-9f2c",
+ *   fence: 3n,
+ *   payload: null,
+ *   acquiredAt: new Date("2026-01-01T10:00:00Z"),
+ *   renewedAt: new Date("2026-01-01T10:00:06Z"),
+ *   expiresAt: new Date("2026-01-01T10:00:21Z"),
+ *   now: new Date("2026-01-01T10:00:12Z")
+ * }
+ * Lease.isExpired(lease) // false: 9 seconds left
  * ```
  */
 export const isExpired = (lease: Lease): boolean => lease.expiresAt.getTime() <= lease.now.getTime()
@@ -86,8 +116,18 @@ export const isExpired = (lease: Lease): boolean => lease.expiresAt.getTime() <=
  * ```ts
  * import { Lease } from "effect-leaderelection"
  *
- * declare const lease: Lease.Lease
- * Lease.isHeldBy(lease, "api-7f9c-1234-ab12")
+ * // As a store reports it, every instant from the database's clock.
+ * const lease: Lease.Lease = {
+ *   name: "jobs",
+ *   holder: "api-1-4242-9f2c",
+ *   fence: 3n,
+ *   payload: null,
+ *   acquiredAt: new Date("2026-01-01T10:00:00Z"),
+ *   renewedAt: new Date("2026-01-01T10:00:06Z"),
+ *   expiresAt: new Date("2026-01-01T10:00:21Z"),
+ *   now: new Date("2026-01-01T10:00:12Z")
+ * }
+ * Lease.isHeldBy(lease, "api-1-4242-9f2c") // true
  * ```
  */
 export const isHeldBy = (lease: Lease, identity: string): boolean => lease.holder === identity && !isExpired(lease)

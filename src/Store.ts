@@ -131,8 +131,8 @@ export class StoreError extends Data.TaggedError("StoreError")<{
  * ```ts
  * import { Store } from "effect-leaderelection"
  *
- * declare const error: unknown
- * if (Store.isRetryable(error)) console.log("will retry")
+ * const error: unknown = new Store.StoreError({ operation: "inspect", retryable: true, reason: "timed out", cause: undefined })
+ * if (Store.isRetryable(error)) console.log("will retry") // a timeout or a dropped connection fixes itself
  * ```
  */
 export const isRetryable = (u: unknown): u is StoreError => isStoreError(u) && u.retryable
@@ -146,8 +146,8 @@ export const isRetryable = (u: unknown): u is StoreError => isStoreError(u) && u
  * ```ts
  * import { Store } from "effect-leaderelection"
  *
- * declare const error: unknown
- * if (Store.isFatal(error)) console.error("page someone")
+ * const error: unknown = new Store.StoreError({ operation: "acquire", retryable: false, reason: "no privilege", cause: undefined })
+ * if (Store.isFatal(error)) console.error("page someone") // a missing table or privilege needs an operator
  * ```
  */
 export const isFatal = (u: unknown): u is StoreError => isStoreError(u) && !u.retryable
@@ -385,9 +385,11 @@ export class Store extends Context.Tag("effect-leaderelection/Store")<Store, Sto
  * @category constructors
  * @example
  * ```ts
- * import { Store } from "effect-leaderelection"
+ * import { Effect } from "effect"
+ * import { MemoryStore, Store } from "effect-leaderelection"
  *
- * const mine: Store.StoreShape = Store.enforceLimits({ acquire, renew, release, inspect })
+ * // A stand-in for a store of your own: any StoreShape.
+ * const mine = Effect.map(MemoryStore.make(), (store: Store.StoreShape) => Store.enforceLimits(store))
  * ```
  */
 export const enforceLimits = <S extends StoreShape>(store: S): S => limits.enforce(store)

@@ -288,8 +288,13 @@ interface Waiter {
  * import { createElector } from "effect-leaderelection/promise"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
+ * const reconcileOnce = async (fence: bigint) => {
+ *   console.log(`reconciling under fence ${fence}`) // stamp external writes with the fence
+ *   await new Promise((resolve) => setTimeout(resolve, 1000))
+ * }
+ *
  * const elector = createElector({
- *   store: PgStore.layerFromUrl(process.env.DATABASE_URL!, { ensureSchema: true }),
+ *   store: PgStore.layerFromUrl("postgres://app@db:5432/app", { ensureSchema: true }),
  *   name: "invoice-reconciler",
  *   onStartedLeading: async (signal, fence) => {
  *     while (!signal.aborted) await reconcileOnce(fence)
@@ -299,9 +304,11 @@ interface Waiter {
  *     process.exitCode = 1
  *   }
  * })
- * await elector.start()
- * process.on("SIGTERM", () => elector.stop())
- * declare function reconcileOnce(fence: bigint): Promise<void>
+ *
+ * export const main = async () => {
+ *   await elector.start()
+ *   process.on("SIGTERM", () => void elector.stop()) // releases the lease
+ * }
  * ```
  */
 export const createElector = (options: PromiseElectorOptions): PromiseElector => {
@@ -611,18 +618,30 @@ export interface SharedStore extends StoreShape {
  * import { createElector, openStore } from "effect-leaderelection/promise"
  * import * as PgStore from "effect-leaderelection/stores/PgStore"
  *
- * const store = await openStore(
- *   PgStore.layerFromUrl(process.env.DATABASE_URL!, { ensureSchema: true, maxConnections: 4 })
- * )
- * const electors = ["billing-acme", "billing-globex"].map((name) =>
- *   createElector({ store, name, onStartedLeading: async (signal) => { while (!signal.aborted) await bill(name) } })
- * )
- * await Promise.all(electors.map((elector) => elector.start()))
- * process.on("SIGTERM", async () => {
- *   await Promise.all(electors.map((elector) => elector.stop()))
- *   await store.close()
- * })
- * declare function bill(tenant: string): Promise<void>
+ * const bill = async (tenant: string) => {
+ *   console.log(`billing ${tenant}`)
+ *   await new Promise((resolve) => setTimeout(resolve, 1000))
+ * }
+ *
+ * export const main = async () => {
+ *   const store = await openStore(
+ *     PgStore.layerFromUrl("postgres://app@db:5432/app", { ensureSchema: true, maxConnections: 4 })
+ *   )
+ *   const electors = ["acme", "globex"].map((tenant) =>
+ *     createElector({
+ *       store,
+ *       name: `billing-${tenant}`,
+ *       onStartedLeading: async (signal) => {
+ *         while (!signal.aborted) await bill(tenant)
+ *       }
+ *     })
+ *   )
+ *   await Promise.all(electors.map((elector) => elector.start()))
+ *   process.on("SIGTERM", async () => {
+ *     await Promise.all(electors.map((elector) => elector.stop()))
+ *     await store.close()
+ *   })
+ * }
  * ```
  */
 export const openStore = async (store: Layer.Layer<Store, unknown>): Promise<SharedStore> => {
