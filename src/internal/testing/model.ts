@@ -7,9 +7,10 @@
  */
 import type { Duration } from "effect"
 import { Effect, Either } from "effect"
-import * as fc from "fast-check"
+import * as fc from "effect/FastCheck"
 import * as Lease from "../../Lease.js"
 import * as Store from "../../Store.js"
+import { ContractViolation, show } from "./contract.js"
 import { uniqueName } from "./suite.js"
 
 export type Command =
@@ -74,11 +75,21 @@ export interface ModelTiming {
   readonly elapse: (d: Duration.Duration) => Effect.Effect<void>
 }
 
-const check = (condition: boolean, what: string, commands: ReadonlyArray<Command>, i: number) =>
-  condition
-    ? Effect.void
-    : Effect.die(new Error(`model mismatch at command ${i} (${what}): ${JSON.stringify(commands)}`))
+/** What the reference semantics expect of a lease, as the contract words it. */
+const expected = (row: Row, step: number) =>
+  `holder ${show(row.holder)}, fence ${show(row.fence)}, payload ${
+    show(row.payload === null ? null : Array.from(row.payload))
+  }, ${row.expiresAt > step ? "valid" : "expired"}`
 
+/** The store's answer to command `i` disagrees with the reference semantics. */
+const mismatch = (commands: ReadonlyArray<Command>, i: number, answered: unknown, requires: string) =>
+  Effect.fail(
+    new ContractViolation({
+      operation: `model command ${i} of ${show(commands)}: ${show(commands[i])}`,
+      answered: show(answered),
+      requires
+    })
+  )
 export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) =>
   Effect.gen(function*() {
     const store = yield* Store.Store
@@ -111,7 +122,10 @@ export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) 
           } else if (row!.holder === identity) {
             rows.set(c.name, { ...row!, payload, expiresAt: expiry(c.short) })
           }
-          yield* check(agrees(lease, rows.get(c.name)!), "acquire", commands, i)
+          const now = rows.get(c.name)!
+          if (!agrees(lease, now)) {
+            yield* mismatch(commands, i, lease, `an acquire answers the election's lease: ${expected(now, step)}`)
+          }
           break
         }
         case "renew": {
@@ -121,9 +135,22 @@ export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) 
           const result = yield* Effect.either(store.renew(names[c.name]!, identity, fence, ttl(c.short), null))
           if (valid(row) && row!.holder === identity && row!.fence === fence) {
             rows.set(c.name, { ...row!, payload: null, expiresAt: expiry(c.short) })
-            yield* check(Either.isRight(result) && agrees(result.right, rows.get(c.name)!), "renew", commands, i)
-          } else {
-            yield* check(Either.isLeft(result) && result.left._tag === "LeaseLost", "renew refused", commands, i)
+            const now = rows.get(c.name)!
+            if (!(Either.isRight(result) && agrees(result.right, now))) {
+              yield* mismatch(
+                commands,
+                i,
+                Either.merge(result),
+                `the holder's renewal succeeds: ${expected(now, step)}`
+              )
+            }
+          } else if (!(Either.isLeft(result) && result.left._tag === "LeaseLost")) {
+            yield* mismatch(
+              commands,
+              i,
+              Either.merge(result),
+              "LeaseLost: the renewal's guard (holder, fence, lease not expired) does not match"
+            )
           }
           break
         }
@@ -140,14 +167,18 @@ export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) 
         case "inspect": {
           const row = rows.get(c.name)
           const result = yield* Effect.either(store.inspect(names[c.name]!))
-          yield* check(
+          if (
             row === undefined
-              ? Either.isLeft(result) && result.left._tag === "NoLease"
-              : Either.isRight(result) && agrees(result.right, row),
-            "inspect",
-            commands,
-            i
-          )
+              ? !(Either.isLeft(result) && result.left._tag === "NoLease")
+              : !(Either.isRight(result) && agrees(result.right, row))
+          ) {
+            yield* mismatch(
+              commands,
+              i,
+              Either.merge(result),
+              row === undefined ? "NoLease: nothing was acquired in this election" : `the lease: ${expected(row, step)}`
+            )
+          }
           break
         }
       }

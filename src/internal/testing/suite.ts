@@ -5,17 +5,19 @@
  * elector's safety argument rests on, so that no store can drift into
  * dialect-specific semantics.
  *
- * The suite is a list of named cases: `storeSuite` registers each as a test
- * of the caller's vitest, `checkStore` runs them all as one Effect and
- * reports every case that failed.
+ * The suite is a list of named cases, each run on its own (`runCase`): a case
+ * passes, fails with a {@link ContractViolation} (the call, the store's answer,
+ * the rule), or is skipped when the store lacks an optional operation.
+ * `register.ts` makes them tests of the caller's vitest; `checkStore` runs
+ * them all as one Effect, anywhere.
  */
-import { describe, expect, it } from "@effect/vitest"
 import type { Layer } from "effect"
-import { Cause, Duration, Effect, Either, Exit, type Scope, TestClock, TestContext } from "effect"
-import * as fc from "fast-check"
+import { Cause, Data, Duration, Effect, Exit, type Scope, TestClock, TestContext } from "effect"
+import * as fc from "effect/FastCheck"
 import { randomBytes } from "node:crypto"
 import * as Lease from "../../Lease.js"
 import * as Store from "../../Store.js"
+import { ContractViolation, Probe, refuses, rule, show, Skipped, traced } from "./contract.js"
 import { modelCommands, runModel } from "./model.js"
 
 export interface StoreHarness {
@@ -28,9 +30,26 @@ export interface StoreHarness {
    * false when it follows Effect's Clock: time passes through TestClock.
    */
   readonly live: boolean
-  /** Model runs; live stores sleep through every expiry, so they get fewer. */
-  readonly modelRuns?: number
+  /** Model runs (default {@link defaultModelRuns}). */
+  readonly modelRuns?: number | undefined
+  /** How long one case may take (default {@link defaultTimeout}). */
+  readonly timeout?: Duration.DurationInput | undefined
 }
+
+/**
+ * Model runs by default. A live store sleeps through every expiry (0.7s
+ * each, a couple per run), so it gets fewer.
+ */
+export const defaultModelRuns = (live: boolean): number => live ? 25 : 200
+
+/**
+ * How long one case may take by default. A live case sleeps through up to
+ * four expiries on a real server; the model through a couple per run.
+ */
+export const defaultTimeout = (harness: Pick<StoreHarness, "live" | "modelRuns">, model: boolean): Duration.Duration =>
+  model
+    ? Duration.seconds(30 + (harness.live ? 3 : 0.2) * (harness.modelRuns ?? defaultModelRuns(harness.live)))
+    : Duration.seconds(harness.live ? 30 : 10)
 
 let counter = 0
 const run = randomBytes(6).toString("hex")
@@ -42,6 +61,7 @@ const bytes = (...values: Array<number>) => new Uint8Array(values)
 /** One case of the suite: a name and a test body. */
 export interface Case {
   readonly name: string
+  readonly model: boolean
   readonly body: Effect.Effect<void, unknown, Scope.Scope>
 }
 
@@ -59,32 +79,39 @@ const timing = (harness: StoreHarness) => {
 const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
   const { elapse, long, pastShort, short } = timing(harness)
   /** Twelve contenders acquire at once: exactly one of them must win. */
-  const race = (store: Store.StoreShape, name: string) =>
+  const race = (store: Store.StoreShape, probe: Probe, name: string) =>
     Effect.gen(function*() {
       const contenders = Array.from({ length: 12 }, (_, i) => `c${i}`)
       const results = yield* Effect.all(
         contenders.map((who) => store.acquire(name, who, long, null)),
         { concurrency: "unbounded" }
       )
+      probe.note(
+        `12 concurrent acquire(${show(name)}, "c0" ... "c11", ${show(long)}, null)`,
+        show(results.map((lease) => `${lease.holder}@${lease.fence}`))
+      )
       const winners = results.filter((lease, i) => Lease.isHeldBy(lease, contenders[i]!))
-      expect(winners).toHaveLength(1)
+      rule("exactly one of concurrent acquires wins, the others see its lease: winners", winners.length).is(1)
       return { results, winner: winners[0]! }
     })
-  const withStore = <A, E>(f: (store: Store.StoreShape) => Effect.Effect<A, E>) =>
-    Effect.flatMap(Store.Store, f).pipe(Effect.provide(harness.layer))
+  /** Runs `f` on the harness's store, each call recorded so that a broken rule names it. */
+  const withStore = <A>(f: (store: Store.StoreShape, probe: Probe) => Effect.Effect<A, unknown>) =>
+    Effect.flatMap(Store.Store, (store) => {
+      const probe = new Probe()
+      return Effect.catchAllCause(f(traced(store, probe), probe), (cause) => Effect.failCause(probe.explain(cause)))
+    }).pipe(Effect.provide(harness.layer))
 
   const all: Array<Case> = []
   const test = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope>): void => {
-    all.push({ name, body: Effect.suspend(body) })
+    all.push({ name, model: false, body: Effect.suspend(body) })
   }
   {
     test("inspect of a missing record fails with NoLease", () =>
       withStore((store) =>
         Effect.gen(function*() {
           const name = uniqueName("missing")
-          const error = yield* Effect.flip(store.inspect(name))
-          expect(error._tag).toBe("NoLease")
-          expect(error).toMatchObject({ name })
+          const error = yield* refuses(store.inspect(name), "NoLease", "inspecting an election with no record")
+          rule("NoLease names the election", error.name).is(name)
         })
       ))
 
@@ -93,17 +120,22 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
         Effect.gen(function*() {
           const name = uniqueName("fresh")
           const lease = yield* store.acquire(name, "a", Duration.seconds(15), null)
-          expect(lease.name).toBe(name)
-          expect(lease.holder).toBe("a")
-          expect(lease.fence).toBe(1n)
-          expect(Lease.isHeldBy(lease, "a")).toBe(true)
-          expect(lease.acquiredAt.getTime()).toBe(lease.now.getTime())
-          expect(lease.renewedAt.getTime()).toBe(lease.now.getTime())
+          rule("the first term of an election is its caller's, at fence 1", lease).matches({
+            name,
+            holder: "a",
+            fence: 1n
+          })
+          rule("a fresh lease is held by its caller (not expired)", Lease.isHeldBy(lease, "a")).is(true)
+          rule("a fresh lease's acquiredAt is the database's now", lease.acquiredAt.getTime()).is(lease.now.getTime())
+          rule("a fresh lease's renewedAt is the database's now", lease.renewedAt.getTime()).is(lease.now.getTime())
           // Expiry and now come from one clock read: the difference is what was asked.
-          expect(Math.abs(Duration.toMillis(Lease.ttl(lease)) - 15_000)).toBeLessThanOrEqual(1)
+          rule("expiresAt - now is the TTL asked for, 15000ms (±1ms)", Duration.toMillis(Lease.ttl(lease)))
+            .atLeast(14_999)
+          rule("expiresAt - now is the TTL asked for, 15000ms (±1ms)", Duration.toMillis(Lease.ttl(lease)))
+            .atMost(15_001)
           const seen = yield* store.inspect(name)
-          expect(seen).toMatchObject({ holder: "a", fence: 1n, payload: null })
-          expect(seen.expiresAt.getTime()).toBe(lease.expiresAt.getTime())
+          rule("inspect shows the lease just acquired", seen).matches({ holder: "a", fence: 1n, payload: null })
+          rule("inspect shows the lease's expiry", seen.expiresAt).is(lease.expiresAt)
         })
       ))
 
@@ -113,11 +145,12 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const name = uniqueName("held")
           const first = yield* store.acquire(name, "a", long, bytes(1))
           const second = yield* store.acquire(name, "b", long, bytes(2))
-          expect(second.holder).toBe("a")
-          expect(second.fence).toBe(first.fence)
-          expect(second.payload).toEqual(bytes(1))
-          expect(Lease.isHeldBy(second, "b")).toBe(false)
-          expect(second.expiresAt.getTime()).toBe(first.expiresAt.getTime())
+          rule("an acquire of a valid lease held by another returns the holder's lease unchanged", second).matches({
+            holder: "a",
+            fence: first.fence,
+            payload: bytes(1),
+            expiresAt: first.expiresAt
+          })
         })
       ))
 
@@ -128,34 +161,40 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const first = yield* store.acquire(name, "a", short, null)
           yield* elapse(Duration.millis(10))
           const again = yield* store.acquire(name, "a", long, bytes(9))
-          expect(again.fence).toBe(first.fence)
-          expect(again.acquiredAt.getTime()).toBe(first.acquiredAt.getTime())
-          expect(again.renewedAt.getTime()).toBeGreaterThan(first.renewedAt.getTime())
-          expect(again.expiresAt.getTime()).toBeGreaterThan(first.expiresAt.getTime())
-          expect(again.payload).toEqual(bytes(9))
+          rule("the holder's acquire of its valid lease keeps the term", again).matches({
+            fence: first.fence,
+            acquiredAt: first.acquiredAt,
+            payload: bytes(9)
+          })
+          rule("the holder's acquire renews: renewedAt moves on", again.renewedAt).above(first.renewedAt.getTime())
+          rule("the holder's acquire renews: expiresAt moves on", again.expiresAt).above(first.expiresAt.getTime())
         })
       ))
 
     test("concurrent acquires elect exactly one holder", () =>
-      withStore((store) =>
+      withStore((store, probe) =>
         Effect.gen(function*() {
-          const { results, winner } = yield* race(store, uniqueName("race"))
+          const { results, winner } = yield* race(store, probe, uniqueName("race"))
           for (const lease of results) {
-            expect(lease.holder).toBe(winner.holder)
-            expect(lease.fence).toBe(1n)
+            rule("every contender sees the winner's lease, at fence 1", lease).matches({
+              holder: winner.holder,
+              fence: 1n
+            })
           }
         })
       ))
 
     test("concurrent takeovers of an expired lease elect exactly one and advance the fence once", () =>
-      withStore((store) =>
+      withStore((store, probe) =>
         Effect.gen(function*() {
           const name = uniqueName("takeover-race")
           yield* store.acquire(name, "old", short, null)
           yield* elapse(pastShort)
-          const { results, winner } = yield* race(store, name)
-          expect(new Set(results.map((lease) => lease.fence))).toEqual(new Set([2n]))
-          expect((yield* store.inspect(name)).holder).toBe(winner.holder)
+          const { results, winner } = yield* race(store, probe, name)
+          rule("concurrent takeovers of an expired lease advance the fence once, to 2", [
+            ...new Set(results.map((lease) => lease.fence))
+          ]).is([2n])
+          rule("the record is the winner's", (yield* store.inspect(name)).holder).is(winner.holder)
         })
       ))
 
@@ -166,16 +205,24 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const first = yield* store.acquire(name, "a", short, null)
           yield* elapse(pastShort)
           const expired = yield* store.inspect(name)
-          expect(Lease.isExpired(expired)).toBe(true)
-          expect(Duration.toMillis(Lease.ttl(expired))).toBe(0)
+          rule("a lease past its TTL is expired", Lease.isExpired(expired)).is(true)
+          rule("an expired lease's TTL is zero", Duration.toMillis(Lease.ttl(expired))).is(0)
           // Ran out, not released: the expiry is still a TTL after the last renewal.
-          expect(expired.expiresAt.getTime()).toBeGreaterThan(expired.renewedAt.getTime())
+          rule("a lease that ran out keeps expiresAt after renewedAt", expired.expiresAt).above(
+            expired.renewedAt.getTime()
+          )
           const byOther = yield* store.acquire(name, "b", short, null)
-          expect(byOther).toMatchObject({ holder: "b", fence: first.fence + 1n })
-          expect(byOther.acquiredAt.getTime()).toBeGreaterThan(first.acquiredAt.getTime())
+          rule("taking over an expired lease starts a new term under the next fence", byOther).matches({
+            holder: "b",
+            fence: first.fence + 1n
+          })
+          rule("a new term has a new acquiredAt", byOther.acquiredAt).above(first.acquiredAt.getTime())
           yield* elapse(pastShort)
           const byHolder = yield* store.acquire(name, "b", long, null)
-          expect(byHolder).toMatchObject({ holder: "b", fence: first.fence + 2n })
+          rule("reclaiming one's own expired lease starts a new term under the next fence", byHolder).matches({
+            holder: "b",
+            fence: first.fence + 2n
+          })
         })
       ))
 
@@ -186,14 +233,21 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const lease = yield* store.acquire(name, "a", short, bytes(1))
           yield* elapse(Duration.millis(20))
           const renewed = yield* store.renew(name, "a", lease.fence, long, bytes(2, 3))
-          expect(renewed.fence).toBe(lease.fence)
-          expect(renewed.acquiredAt.getTime()).toBe(lease.acquiredAt.getTime())
-          expect(renewed.renewedAt.getTime()).toBeGreaterThan(lease.renewedAt.getTime())
-          expect(Math.abs(Duration.toMillis(Lease.ttl(renewed)) - Duration.toMillis(long))).toBeLessThanOrEqual(1)
-          expect(renewed.payload).toEqual(bytes(2, 3))
+          rule("a renewal keeps the term and stores the new payload", renewed).matches({
+            fence: lease.fence,
+            acquiredAt: lease.acquiredAt,
+            payload: bytes(2, 3)
+          })
+          rule("a renewal moves renewedAt on", renewed.renewedAt).above(lease.renewedAt.getTime())
+          const ttl = Duration.toMillis(Lease.ttl(renewed))
+          rule(`a renewal's expiresAt - now is the TTL asked for, ${Duration.toMillis(long)}ms (±1ms)`, ttl)
+            .atLeast(Duration.toMillis(long) - 1)
+          rule(`a renewal's expiresAt - now is the TTL asked for, ${Duration.toMillis(long)}ms (±1ms)`, ttl)
+            .atMost(Duration.toMillis(long) + 1)
           // The short lease would have expired by now; the renewal carried it over.
           yield* elapse(pastShort)
-          expect(Lease.isHeldBy(yield* store.inspect(name), "a")).toBe(true)
+          rule("a renewed lease is still held after its first TTL", Lease.isHeldBy(yield* store.inspect(name), "a"))
+            .is(true)
         })
       ))
 
@@ -201,22 +255,20 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
       withStore((store) =>
         Effect.gen(function*() {
           const name = uniqueName("guard")
-          const missing = yield* Effect.flip(store.renew(name, "a", 1n, long, null))
-          expect(missing).toMatchObject({ _tag: "LeaseLost", name, identity: "a", fence: 1n })
+          const missing = yield* refuses(store.renew(name, "a", 1n, long, null), "LeaseLost", "renewing no record")
+          rule("LeaseLost names the election, identity and fence", missing).matches({ name, identity: "a", fence: 1n })
           const lease = yield* store.acquire(name, "a", short, null)
-          const wrongHolder = yield* Effect.flip(store.renew(name, "b", lease.fence, long, null))
-          expect(wrongHolder._tag).toBe("LeaseLost")
-          const staleFence = yield* Effect.flip(store.renew(name, "a", lease.fence - 1n, long, null))
-          expect(staleFence._tag).toBe("LeaseLost")
-          const futureFence = yield* Effect.flip(store.renew(name, "a", lease.fence + 1n, long, null))
-          expect(futureFence._tag).toBe("LeaseLost")
+          yield* refuses(store.renew(name, "b", lease.fence, long, null), "LeaseLost", "renewing as a non-holder")
+          yield* refuses(store.renew(name, "a", lease.fence - 1n, long, null), "LeaseLost", "renewing a stale fence")
+          yield* refuses(store.renew(name, "a", lease.fence + 1n, long, null), "LeaseLost", "renewing a future fence")
           yield* elapse(pastShort)
-          const expired = yield* Effect.flip(store.renew(name, "a", lease.fence, long, null))
-          expect(expired._tag).toBe("LeaseLost")
+          yield* refuses(store.renew(name, "a", lease.fence, long, null), "LeaseLost", "renewing an expired lease")
           // None of the failed renewals changed the record.
           const after = yield* store.inspect(name)
-          expect(after.expiresAt.getTime()).toBe(lease.expiresAt.getTime())
-          expect(after.fence).toBe(lease.fence)
+          rule("a refused renewal leaves the record as it was", after).matches({
+            fence: lease.fence,
+            expiresAt: lease.expiresAt
+          })
         })
       ))
 
@@ -228,21 +280,31 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const a = yield* store.acquire(name, "a", long, null)
           yield* store.release(name, "b", a.fence)
           yield* store.release(name, "a", a.fence + 1n)
-          expect(Lease.isHeldBy(yield* store.inspect(name), "a")).toBe(true)
+          rule(
+            "a release by another identity or fence leaves the lease held",
+            Lease.isHeldBy(
+              yield* store.inspect(name),
+              "a"
+            )
+          ).is(true)
           yield* store.release(name, "a", a.fence)
           yield* store.release(name, "a", a.fence)
           const released = yield* store.inspect(name)
-          expect(Lease.isExpired(released)).toBe(true)
-          expect(released.fence).toBe(a.fence)
+          rule("a released lease is expired at once", Lease.isExpired(released)).is(true)
+          rule("a release keeps the record's fence", released.fence).is(a.fence)
           // Released, not run out: the expiry is the release's instant, not a TTL after a renewal.
-          expect(released.expiresAt.getTime()).toBeLessThanOrEqual(released.renewedAt.getTime())
+          rule("a release sets expiresAt to its instant, at most renewedAt", released.expiresAt).atMost(
+            released.renewedAt.getTime()
+          )
           const b = yield* store.acquire(name, "b", long, null)
-          expect(b).toMatchObject({ holder: "b", fence: a.fence + 1n })
+          rule("the next acquire after a release starts a term under the next fence", b).matches({
+            holder: "b",
+            fence: a.fence + 1n
+          })
           // The old holder's late release must not end the new term.
           yield* store.release(name, "a", a.fence)
-          expect(Lease.isHeldBy(yield* store.inspect(name), "b")).toBe(true)
-          const renewed = yield* Effect.either(store.renew(name, "a", a.fence, long, null))
-          expect(Either.isLeft(renewed)).toBe(true)
+          rule("a stale release leaves the new term alone", Lease.isHeldBy(yield* store.inspect(name), "b")).is(true)
+          yield* refuses(store.renew(name, "a", a.fence, long, null), "LeaseLost", "renewing a released term")
         })
       ))
 
@@ -254,11 +316,11 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           for (let i = 0; i < 8; i++) {
             const who = `p${i % 3}`
             const lease = yield* store.acquire(name, who, long, null)
-            expect(lease.holder).toBe(who)
+            rule("an acquire after a release is the caller's", lease.holder).is(who)
             fences.push(lease.fence)
             yield* store.release(name, who, lease.fence)
           }
-          expect(fences).toEqual([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n])
+          rule("eight terms, each after a release, have fences 1 to 8", fences).is([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n])
         })
       ))
 
@@ -268,13 +330,13 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const name = uniqueName("payload")
           const all = new Uint8Array(256).map((_, i) => i)
           const lease = yield* store.acquire(name, "a", long, all)
-          expect(lease.payload).toEqual(all)
-          expect((yield* store.inspect(name)).payload).toEqual(all)
+          rule("the payload comes back byte for byte", lease.payload).is(all)
+          rule("inspect returns the payload byte for byte", (yield* store.inspect(name)).payload).is(all)
           const empty = yield* store.renew(name, "a", lease.fence, long, new Uint8Array(0))
-          expect(empty.payload).toEqual(new Uint8Array(0))
+          rule("an empty payload stays empty (not null)", empty.payload).is(new Uint8Array(0))
           const none = yield* store.renew(name, "a", lease.fence, long, null)
-          expect(none.payload).toBeNull()
-          expect((yield* store.inspect(name)).payload).toBeNull()
+          rule("a null payload stays null", none.payload).is(null)
+          rule("inspect returns the null payload", (yield* store.inspect(name)).payload).is(null)
         })
       ))
 
@@ -285,13 +347,14 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const two = uniqueName("two")
           const a = yield* store.acquire(one, "a", long, null)
           const b = yield* store.acquire(two, "b", long, null)
-          expect(Lease.isHeldBy(a, "a")).toBe(true)
-          expect(Lease.isHeldBy(b, "b")).toBe(true)
+          rule("each election has its own record", [a.holder, b.holder]).is(["a", "b"])
           yield* store.release(one, "a", a.fence)
-          expect(Lease.isHeldBy(yield* store.inspect(two), "b")).toBe(true)
+          rule("a release in one election leaves another held", Lease.isHeldBy(yield* store.inspect(two), "b")).is(
+            true
+          )
           const c = yield* store.acquire(one, "c", long, null)
-          expect(c.fence).toBe(2n)
-          expect((yield* store.inspect(two)).fence).toBe(1n)
+          rule("each election has its own fences", c.fence).is(2n)
+          rule("each election has its own fences", (yield* store.inspect(two)).fence).is(1n)
         })
       ))
 
@@ -301,8 +364,8 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const name = `${uniqueName("quote")}'; DROP TABLE x; --"\\`
           const who = `o'brien "the" \\ holder 🚀`
           const lease = yield* store.acquire(name, who, long, null)
-          expect(lease).toMatchObject({ name, holder: who })
-          expect((yield* store.inspect(name)).holder).toBe(who)
+          rule("quotes, backslashes and emoji come back as they went in", lease).matches({ name, holder: who })
+          rule("inspect finds the record under that name", (yield* store.inspect(name)).holder).is(who)
         })
       ))
 
@@ -314,21 +377,35 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const name = base + "x".repeat(Lease.maxNameBytes - Buffer.byteLength(base))
           const identity = "🚀".repeat(Lease.maxIdentityBytes / 4)
           const payload = new Uint8Array(Lease.maxPayloadBytes).map((_, i) => i * 7)
-          expect([Buffer.byteLength(name), Buffer.byteLength(identity)]).toEqual([1020, 1020])
           const lease = yield* store.acquire(name, identity, long, payload)
-          expect(lease).toMatchObject({ name, holder: identity, fence: 1n })
-          expect(lease.payload).toEqual(payload)
-          expect(yield* store.inspect(name)).toMatchObject({ name, holder: identity, payload })
+          rule("a name, identity and payload at their limits are accepted", lease).matches({
+            name,
+            holder: identity,
+            fence: 1n,
+            payload
+          })
+          rule("inspect returns them whole", yield* store.inspect(name)).matches({ name, holder: identity, payload })
           const reversed = payload.slice().reverse()
           const renewed = yield* store.renew(name, identity, lease.fence, long, reversed)
-          expect(renewed.payload).toEqual(reversed)
+          rule("a renewal stores a payload at its limit", renewed.payload).is(reversed)
 
           // One byte more is refused at the store boundary, naming the argument.
-          const refused = <A, E>(call: Effect.Effect<A, E>, field: string, reason: string) =>
+          const refused = <A>(
+            call: Effect.Effect<A, Store.StoreError | Store.LeaseLost | Store.NoLease>,
+            field: string,
+            reason: string
+          ) =>
             Effect.gen(function*() {
-              const error = yield* Effect.flip(call)
-              expect(error).toMatchObject({ _tag: "StoreError", retryable: false, reason: `${field}: ${reason}` })
-              expect((error as Store.StoreError).cause).toMatchObject({ _tag: "InvalidConfig", field, reason })
+              const error = yield* refuses(call, "StoreError", `passing a ${field} past its limit`)
+              rule(`an argument past its limit is refused as a fatal StoreError naming it`, error).matches({
+                retryable: false,
+                reason: `${field}: ${reason}`
+              })
+              rule("the StoreError's cause is the InvalidConfig of Store.enforceLimits", error.cause).matches({
+                _tag: "InvalidConfig",
+                field,
+                reason
+              })
             })
           const longName = `${name}y`
           const longIdentity = `${identity}y`
@@ -360,15 +437,25 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           )
           // None of the refused calls reached the record.
           const after = yield* store.inspect(name)
-          expect(after).toMatchObject({ holder: identity, fence: lease.fence, payload: reversed })
-          expect(after.expiresAt.getTime()).toBe(renewed.expiresAt.getTime())
+          rule("a refused call leaves the record as it was", after).matches({
+            holder: identity,
+            fence: lease.fence,
+            payload: reversed,
+            expiresAt: renewed.expiresAt
+          })
         })
       ))
 
-    // Job slots (`Store.SlotStore`): optional, so a store without them passes these vacuously.
+    // Job slots (`Store.SlotStore`): optional; a store without them skips these.
     const withSlots = (f: (store: Store.StoreShape, slots: Store.SlotStore) => Effect.Effect<void, unknown>) =>
-      withStore((store) => store.slots === undefined ? Effect.void : f(store, store.slots))
+      withStore((store) =>
+        store.slots === undefined
+          ? Effect.fail(new Skipped({ reason: "the store has no scheduled-job slots (StoreShape.slots)" }))
+          : f(store, store.slots)
+      )
     const minute = (k: number) => new Date(Date.UTC(2031, 0, 1, 0, k))
+    const claimed = (text: string, claim: { readonly claimed: boolean }, expected: boolean) =>
+      rule(text, claim).matches({ claimed: expected })
 
     test("a slot is claimed under the term, completed once, and reported as the job's latest", () =>
       withSlots((store, slots) =>
@@ -377,28 +464,46 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const job = `report's "job" \\ 🚀`
           const lease = yield* store.acquire(name, "a", long, null)
           const none = yield* slots.last(name, job)
-          expect(none.slot).toBeUndefined()
-          expect(Math.abs(none.now.getTime() - lease.now.getTime())).toBeLessThan(60_000)
+          rule("a job that never ran has no latest slot", none.slot).is(undefined)
+          rule("last reports the database's now", Math.abs(none.now.getTime() - lease.now.getTime())).below(60_000)
           const first = yield* slots.claim(name, "a", lease.fence, job, minute(1), false)
-          expect(first.claimed).toBe(true)
-          expect(first.slot).toMatchObject({ job, at: minute(1), fence: lease.fence, completedAt: null })
+          rule("the holder claims a new slot, open, under its fence", first).matches({
+            claimed: true,
+            slot: { job, at: minute(1), fence: lease.fence, completedAt: null }
+          })
           // A retry by the same term (its first reply lost) claims it again, until it completes.
-          expect((yield* slots.claim(name, "a", lease.fence, job, minute(1), false)).claimed).toBe(true)
+          claimed(
+            "the same term claims its open slot again",
+            yield* slots.claim(name, "a", lease.fence, job, minute(1), false),
+            true
+          )
           const done = yield* slots.complete(name, "a", lease.fence, job, minute(1))
-          expect(done.getTime()).toBeGreaterThanOrEqual(first.now.getTime())
+          rule("completedAt is the database's now", done).atLeast(first.now.getTime())
           const again = yield* slots.claim(name, "a", lease.fence, job, minute(1), true)
-          expect(again.claimed).toBe(false)
-          expect(again.slot?.completedAt).not.toBeNull()
-          expect((yield* slots.claim(name, "a", lease.fence, job, minute(0), false)).claimed).toBe(true)
+          claimed("a completed slot is never claimed again, even with reclaim", again, false)
+          rule("a completed slot reports its completion", again.slot?.completedAt === null).is(false)
+          claimed(
+            "an earlier slot is claimed",
+            yield* slots.claim(name, "a", lease.fence, job, minute(0), false),
+            true
+          )
           const latest = yield* slots.last(name, job)
-          expect(latest.slot).toMatchObject({ job, at: minute(1), fence: lease.fence })
-          expect(latest.slot?.completedAt?.getTime()).toBeGreaterThanOrEqual(
+          rule("the job's latest slot is the latest instant", latest.slot).matches({
+            job,
+            at: minute(1),
+            fence: lease.fence
+          })
+          rule("completedAt is no earlier than startedAt", latest.slot?.completedAt?.getTime()).atLeast(
             latest.slot?.startedAt.getTime() ?? Infinity
           )
           // Another job and another election have slots of their own.
-          expect((yield* slots.last(name, "other")).slot).toBeUndefined()
+          rule("another job has its own slots", (yield* slots.last(name, "other")).slot).is(undefined)
           const elsewhere = yield* store.acquire(uniqueName("slot-other"), "a", long, null)
-          expect((yield* slots.claim(elsewhere.name, "a", elsewhere.fence, job, minute(1), false)).claimed).toBe(true)
+          claimed(
+            "another election has its own slots",
+            yield* slots.claim(elsewhere.name, "a", elsewhere.fence, job, minute(1), false),
+            true
+          )
         })
       ))
 
@@ -408,35 +513,61 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const name = uniqueName("slot-fence")
           const job = "nightly"
           const old = yield* store.acquire(name, "a", short, null)
-          expect((yield* slots.claim(name, "a", old.fence, job, minute(1), false)).claimed).toBe(true)
+          claimed("the holder claims a slot", yield* slots.claim(name, "a", old.fence, job, minute(1), false), true)
           yield* elapse(pastShort)
           // Expired, not yet taken over: the guard already refuses.
-          expect((yield* Effect.flip(slots.claim(name, "a", old.fence, job, minute(2), false)))._tag).toBe("LeaseLost")
+          yield* refuses(slots.claim(name, "a", old.fence, job, minute(2), false), "LeaseLost", "claiming when expired")
           const next = yield* store.acquire(name, "b", long, null)
-          expect(next.fence).toBe(old.fence + 1n)
-          const late = yield* Effect.flip(slots.complete(name, "a", old.fence, job, minute(1)))
-          expect(late).toMatchObject({ _tag: "LeaseLost", name, identity: "a", fence: old.fence })
-          expect((yield* Effect.flip(slots.claim(name, "a", old.fence, job, minute(1), true)))._tag).toBe("LeaseLost")
+          rule("the takeover advances the fence", next.fence).is(old.fence + 1n)
+          const late = yield* refuses(
+            slots.complete(name, "a", old.fence, job, minute(1)),
+            "LeaseLost",
+            "completing under a deposed term"
+          )
+          rule("LeaseLost names the deposed term", late).matches({ name, identity: "a", fence: old.fence })
+          yield* refuses(
+            slots.claim(name, "a", old.fence, job, minute(1), true),
+            "LeaseLost",
+            "claiming under a deposed term"
+          )
           // At most once: the interrupted slot stays the old term's.
           const kept = yield* slots.claim(name, "b", next.fence, job, minute(1), false)
-          expect(kept.claimed).toBe(false)
-          expect(kept.slot).toMatchObject({ fence: old.fence, completedAt: null })
+          rule("without reclaim, an open slot of a deposed term stays its own", kept).matches({
+            claimed: false,
+            slot: { fence: old.fence, completedAt: null }
+          })
           // Nor can the successor complete a slot it did not claim.
-          expect((yield* Effect.flip(slots.complete(name, "b", next.fence, job, minute(1))))._tag).toBe("LeaseLost")
+          yield* refuses(
+            slots.complete(name, "b", next.fence, job, minute(1)),
+            "LeaseLost",
+            "completing a slot another term claimed"
+          )
           // At least once: the successor takes it over under its own fence.
           const retaken = yield* slots.claim(name, "b", next.fence, job, minute(1), true)
-          expect(retaken.claimed).toBe(true)
-          expect(retaken.slot?.fence).toBe(next.fence)
+          rule("with reclaim, the successor takes the open slot under its fence", retaken).matches({
+            claimed: true,
+            slot: { fence: next.fence }
+          })
           yield* slots.complete(name, "b", next.fence, job, minute(1))
           // A slot the old term never started is the successor's.
-          expect((yield* slots.claim(name, "b", next.fence, job, minute(2), false)).claimed).toBe(true)
+          claimed("a new slot is the holder's", yield* slots.claim(name, "b", next.fence, job, minute(2), false), true)
           // Someone else's claim with the holder's fence is refused too.
-          expect((yield* Effect.flip(slots.claim(name, "c", next.fence, job, minute(3), false)))._tag).toBe("LeaseLost")
-          expect((yield* Effect.flip(slots.claim(uniqueName("none"), "b", 1n, job, minute(3), false)))._tag).toBe(
-            "LeaseLost"
+          yield* refuses(
+            slots.claim(name, "c", next.fence, job, minute(3), false),
+            "LeaseLost",
+            "claiming as a non-holder with the holder's fence"
+          )
+          yield* refuses(
+            slots.claim(uniqueName("none"), "b", 1n, job, minute(3), false),
+            "LeaseLost",
+            "claiming in an election with no record"
           )
           const latest = yield* slots.last(name, job)
-          expect(latest.slot).toMatchObject({ at: minute(2), fence: next.fence, completedAt: null })
+          rule("the latest slot is the open one of the successor", latest.slot).matches({
+            at: minute(2),
+            fence: next.fence,
+            completedAt: null
+          })
         })
       ))
 
@@ -446,20 +577,35 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const name = uniqueName("slot-limits")
           const lease = yield* store.acquire(name, "a", long, null)
           const job = "j".repeat(Lease.maxNameBytes)
-          expect((yield* slots.claim(name, "a", lease.fence, job, minute(1), false)).claimed).toBe(true)
-          const error = yield* Effect.flip(slots.claim(name, "a", lease.fence, `${job}j`, minute(1), false))
-          expect(error).toMatchObject({ _tag: "StoreError", operation: "claimSlot", retryable: false })
-          const invalid = yield* Effect.flip(slots.complete(name, "a", lease.fence, "j", new Date(Number.NaN)))
-          expect(invalid).toMatchObject({
-            _tag: "StoreError",
+          claimed(
+            "a job name at its limit is accepted",
+            yield* slots.claim(name, "a", lease.fence, job, minute(1), false),
+            true
+          )
+          const error = yield* refuses(
+            slots.claim(name, "a", lease.fence, `${job}j`, minute(1), false),
+            "StoreError",
+            "claiming with a job name past its limit"
+          )
+          rule("a job name past its limit is a fatal StoreError", error).matches({
+            operation: "claimSlot",
+            retryable: false
+          })
+          const invalid = yield* refuses(
+            slots.complete(name, "a", lease.fence, "j", new Date(Number.NaN)),
+            "StoreError",
+            "completing an invalid Date"
+          )
+          rule("an invalid Date is refused, naming it", invalid).matches({
             operation: "completeSlot",
             reason: "at: must be a valid Date, got an object"
           })
-          expect(yield* Effect.flip(slots.last(name, ""))).toMatchObject({ operation: "lastSlot", retryable: false })
+          const empty = yield* refuses(slots.last(name, ""), "StoreError", "asking for the empty job name")
+          rule("an empty job name is a fatal StoreError", empty).matches({ operation: "lastSlot", retryable: false })
         })
       ))
 
-    // Stores without the optional candidate operations pass these vacuously.
+    // The optional candidate operations; a store without them skips these.
     const withCandidates = (
       f: (
         advertise: NonNullable<Store.StoreShape["advertise"]>,
@@ -467,48 +613,70 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
       ) => Effect.Effect<void, unknown>
     ) =>
       withStore(({ advertise, withdraw }) =>
-        advertise === undefined || withdraw === undefined ? Effect.void : f(advertise, withdraw)
+        advertise === undefined || withdraw === undefined
+          ? Effect.fail(
+            new Skipped({ reason: "the store has no candidate operations (StoreShape.advertise, withdraw)" })
+          )
+          : f(advertise, withdraw)
       )
     const byIdentity = (candidates: ReadonlyArray<Store.Candidate>) =>
       Object.fromEntries(candidates.map((c) => [c.identity, c]))
+    const aliveFor = (candidate: Store.Candidate | undefined) =>
+      candidate === undefined ? Number.NaN : Duration.toMillis(candidate.aliveFor)
 
     test("candidates: every live one is returned with database-derived durations; a lapse restarts aliveFor", () =>
       withCandidates((advertise, withdraw) =>
         Effect.gen(function*() {
           const name = uniqueName("candidates")
           const first = yield* advertise(name, "a", { priority: 1, version: "1.2.0" }, short)
-          expect(first).toHaveLength(1)
-          expect(first[0]).toMatchObject({ identity: "a", priority: 1, version: "1.2.0" })
+          rule("advertise returns every live candidate", first.map((c) => c.identity)).is(["a"])
+          rule("a candidate comes back as declared", first[0]).matches({ priority: 1, version: "1.2.0" })
           // Live servers take a moment between a store's statements.
-          expect(Duration.toMillis(first[0]!.aliveFor)).toBeLessThan(50)
-          expect(Duration.toMillis(first[0]!.ttl)).toBeLessThanOrEqual(Duration.toMillis(short))
-          expect(Duration.toMillis(first[0]!.ttl)).toBeGreaterThan(Duration.toMillis(short) - 50)
+          rule("a new candidate's aliveFor starts at zero", aliveFor(first[0])).below(50)
+          const ttl = Duration.toMillis(first[0]!.ttl)
+          rule("a candidate's ttl is what was asked, from the database clock", ttl).atMost(Duration.toMillis(short))
+          rule("a candidate's ttl is what was asked, from the database clock", ttl).above(
+            Duration.toMillis(short) - 50
+          )
           yield* elapse(Duration.millis(50))
           const both = byIdentity(yield* advertise(name, "b", { priority: -2_147_483_648, version: null }, long))
-          expect(Object.keys(both).sort()).toEqual(["a", "b"])
-          expect(both["b"]).toMatchObject({ priority: -2_147_483_648, version: null })
-          expect(Duration.toMillis(both["a"]!.aliveFor)).toBeGreaterThanOrEqual(50)
+          rule("both live candidates are returned", Object.keys(both).sort()).is(["a", "b"])
+          rule("the lowest priority and a null version come back", both["b"]).matches({
+            priority: -2_147_483_648,
+            version: null
+          })
+          rule("aliveFor counts on the database clock", aliveFor(both["a"])).atLeast(50)
           // Renewed in time: a keeps counting, with what it declares now.
           yield* elapse(Duration.millis(50))
           const again = byIdentity(yield* advertise(name, "a", { priority: 2_147_483_647, version: "2" }, short))
-          expect(again["a"]).toMatchObject({ priority: 2_147_483_647, version: "2" })
-          expect(Duration.toMillis(again["a"]!.aliveFor)).toBeGreaterThanOrEqual(100)
+          rule("a renewal stores what the candidate declares now", again["a"]).matches({
+            priority: 2_147_483_647,
+            version: "2"
+          })
+          rule("a renewal in time keeps aliveFor counting", aliveFor(again["a"])).atLeast(100)
           // a lapses: it is no longer a candidate, and comes back from zero.
           yield* elapse(pastShort)
-          expect(Object.keys(byIdentity(yield* advertise(name, "b", { priority: 0, version: null }, long)))).toEqual([
-            "b"
-          ])
+          rule(
+            "a lapsed candidate is not returned",
+            Object.keys(byIdentity(yield* advertise(name, "b", { priority: 0, version: null }, long)))
+          ).is(["b"])
           const back = byIdentity(yield* advertise(name, "a", { priority: 1, version: null }, short))
-          expect(Duration.toMillis(back["a"]!.aliveFor)).toBeLessThan(50)
-          expect(Duration.toMillis(back["b"]!.aliveFor)).toBeGreaterThanOrEqual(Duration.toMillis(pastShort))
+          rule("a candidate back after a lapse starts aliveFor from zero", aliveFor(back["a"])).below(50)
+          rule("a candidate that never lapsed keeps counting", aliveFor(back["b"])).atLeast(
+            Duration.toMillis(pastShort)
+          )
           // Withdrawn at once, idempotently; other elections untouched.
           yield* withdraw(name, "b")
           yield* withdraw(name, "b")
           const other = uniqueName("candidates-other")
-          expect(yield* advertise(other, "c", { priority: 0, version: null }, long)).toHaveLength(1)
-          expect(Object.keys(byIdentity(yield* advertise(name, "a", { priority: 1, version: null }, short)))).toEqual([
-            "a"
-          ])
+          rule(
+            "another election has its own candidates",
+            (yield* advertise(other, "c", { priority: 0, version: null }, long)).length
+          ).is(1)
+          rule(
+            "a withdrawn candidate is gone at once",
+            Object.keys(byIdentity(yield* advertise(name, "a", { priority: 1, version: null }, short)))
+          ).is(["a"])
         })
       ))
 
@@ -518,18 +686,21 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
           const name = uniqueName("candidate-limits")
           const refused = (candidacy: Store.Candidacy, field: string) =>
             Effect.gen(function*() {
-              const error = yield* Effect.flip(advertise(name, "a", candidacy, long))
-              expect(error).toMatchObject({ _tag: "StoreError", operation: "advertise", retryable: false })
-              expect(error.reason.startsWith(`${field}: `)).toBe(true)
+              const error = yield* refuses(advertise(name, "a", candidacy, long), "StoreError", `advertising ${field}`)
+              rule(`${field} past its limit is a fatal StoreError`, error).matches({
+                operation: "advertise",
+                retryable: false
+              })
+              rule(`the StoreError's reason starts with "${field}: "`, error.reason.startsWith(`${field}: `)).is(true)
             })
           yield* refused({ priority: 2 ** 31, version: null }, "priority")
           yield* refused({ priority: 1.5, version: null }, "priority")
           yield* refused({ priority: 0, version: "v".repeat(Store.maxVersionBytes + 1) }, "version")
-          const error = yield* Effect.flip(withdraw(name, "a\u0000"))
-          expect(error).toMatchObject({ operation: "withdraw", retryable: false })
+          const error = yield* refuses(withdraw(name, "a\u0000"), "StoreError", "withdrawing a NUL identity")
+          rule("a NUL identity is a fatal StoreError", error).matches({ operation: "withdraw", retryable: false })
           const longest = "é".repeat(Store.maxVersionBytes / 2) + "v"
           const [kept] = yield* advertise(name, "a", { priority: 0, version: longest }, long)
-          expect(kept?.version).toBe(longest)
+          rule("a version at its limit (bytes of UTF-8) is kept", kept?.version).is(longest)
         })
       ))
   }
@@ -537,57 +708,103 @@ const cases = (harness: StoreHarness): ReadonlyArray<Case> => {
 }
 
 /** The operation-level model, as one property over command sequences (see model.ts). */
-const model = (harness: StoreHarness): Effect.Effect<void> => {
+const model = (harness: StoreHarness): Case => {
   const { elapse, long, pastShort, short } = timing(harness)
-  return Effect.promise(() =>
-    fc.assert(
-      fc.asyncProperty(modelCommands, (commands) => {
-        const run = runModel(commands, { short, pastShort, long, elapse }).pipe(
-          Effect.provide(harness.layer),
-          Effect.scoped
-        )
-        return Effect.runPromise(harness.live ? run : Effect.provide(run, TestContext.TestContext))
-      }),
-      { numRuns: harness.modelRuns ?? 200 }
+  const body = Effect.gen(function*() {
+    const details = yield* Effect.promise(() =>
+      fc.check(
+        fc.asyncProperty(modelCommands, (commands) => {
+          const run = runModel(commands, { short, pastShort, long, elapse }).pipe(
+            Effect.provide(harness.layer),
+            Effect.scoped
+          )
+          // What the property throws is what fast-check reports: the violation itself.
+          return Effect.runPromiseExit(harness.live ? run : Effect.provide(run, TestContext.TestContext)).then(
+            (exit) => {
+              if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+            }
+          )
+        }),
+        { numRuns: harness.modelRuns ?? defaultModelRuns(harness.live) }
+      )
     )
-  )
-}
-
-/** Registers the suite in the calling vitest file: one test per case, plus the model. */
-export const storeSuite = (harness: StoreHarness): void => {
-  const test = harness.live ? it.scopedLive : it.scoped
-  describe(`store contract: ${harness.name}`, () => {
-    for (const c of cases(harness)) test(c.name, () => c.body)
-    it.live(`operation-level model of the contract (${harness.name})`, () => model(harness))
+    if (!details.failed) return
+    const error = details.errorInstance
+    const found = error instanceof ContractViolation ? error : undefined
+    const shrunk =
+      `(the shortest failing sequence found, after ${details.numRuns} run(s) and ${details.numShrinks} shrink(s))`
+    return yield* Effect.fail(
+      new ContractViolation({
+        operation: `${found?.operation ?? `the sequence ${show(details.counterexample?.[0])}`} ${shrunk}`,
+        answered: found?.answered ?? show(error),
+        requires: found?.requires ?? "an answer: the model needs every call but renew's LeaseLost to succeed"
+      })
+    )
   })
+  return { name: "operation-level model of the contract", model: true, body }
 }
 
-/** A case that failed, with what it found. */
-export interface CaseFailure {
-  readonly name: string
-  readonly message: string
+/** A case that ran past its timeout. */
+class TimedOut extends Data.TaggedError("TimedOut")<{ readonly after: Duration.Duration }> {
+  override get message(): string {
+    return `the case did not finish within ${Duration.format(this.after)} (raise the \`timeout\` option)`
+  }
 }
 
-/** The failure's message, and its cause's (fast-check keeps the property's own error there). */
-const explain = (cause: Cause.Cause<unknown>): string => {
-  const error = Cause.squash(cause)
-  if (!(error instanceof Error)) return String(error)
-  return error.cause instanceof Error ? `${error.message}\n${error.cause.message}` : error.message
+/** How one case ended. */
+export type CaseResult =
+  | { readonly name: string; readonly status: "passed" }
+  | { readonly name: string; readonly status: "failed"; readonly message: string }
+  | { readonly name: string; readonly status: "skipped"; readonly reason: string }
+
+/** Every case of the suite, the model last. */
+export const suiteCases = (harness: StoreHarness): ReadonlyArray<Case> => [...cases(harness), model(harness)]
+
+/**
+ * Runs one case on its own (on a fresh TestClock unless the store is live),
+ * within its timeout.
+ */
+/** How long `c` may take: the harness's `timeout`, or its default. */
+export const caseTimeout = (harness: StoreHarness, c: Case): Duration.Duration =>
+  Duration.decode(harness.timeout ?? defaultTimeout(harness, c.model))
+
+export const runCase = (harness: StoreHarness, c: Case): Effect.Effect<CaseResult> => {
+  const timeout = caseTimeout(harness, c)
+  const body = Effect.scoped(c.body)
+  // The deadline is outside the TestClock: a case's TestClock.adjust must not trip it.
+  const bounded = Effect.timeoutFail(harness.live ? body : Effect.provide(body, TestContext.TestContext), {
+    duration: timeout,
+    onTimeout: () => new TimedOut({ after: timeout })
+  })
+  // Each case is a fiber of its own: a case cut short inside its TestContext
+  // must not leave the TestClock to the caller (nor to the next case).
+  const isolated = Effect.promise((signal) => Effect.runPromiseExit(bounded, { signal }))
+  return Effect.map(isolated, (exit): CaseResult => {
+    if (Exit.isSuccess(exit)) return { name: c.name, status: "passed" }
+    const error = Cause.squash(exit.cause)
+    if (error instanceof Skipped) return { name: c.name, status: "skipped", reason: error.reason }
+    const message = error instanceof ContractViolation || error instanceof TimedOut
+      ? error.message
+      : `the store's layer or the case failed: ${show(error)}`
+    return { name: c.name, status: "failed", message }
+  })
 }
 
 /**
- * Runs every case (and the model) in turn, each on its own TestClock unless
- * the store is live, and returns the ones that failed; an empty array means
- * the store passes.
+ * Runs every case (and the model) in turn and returns how each ended.
  */
-export const checkStore = (harness: StoreHarness): Effect.Effect<ReadonlyArray<CaseFailure>> =>
-  Effect.gen(function*() {
-    const failures: Array<CaseFailure> = []
-    const all = [...cases(harness), { name: "operation-level model of the contract", body: model(harness) }]
-    for (const c of all) {
-      const body = Effect.scoped(c.body)
-      const exit = yield* Effect.exit(harness.live ? body : Effect.provide(body, TestContext.TestContext))
-      if (Exit.isFailure(exit)) failures.push({ name: c.name, message: explain(exit.cause) })
-    }
-    return failures
-  })
+export const checkStore = (harness: StoreHarness): Effect.Effect<ReadonlyArray<CaseResult>> =>
+  Effect.forEach(suiteCases(harness), (c) => runCase(harness, c))
+
+/** The results as vitest would list them: ✓ passed, × failed (with why), ↓ skipped. */
+export const summary = (name: string, results: ReadonlyArray<CaseResult>): string => {
+  const lines = [`store contract: ${name}`]
+  for (const r of results) {
+    if (r.status === "passed") lines.push(`  ✓ ${r.name}`)
+    else if (r.status === "skipped") lines.push(`  ↓ ${r.name} (skipped: ${r.reason})`)
+    else lines.push(`  × ${r.name}`, ...r.message.split("\n").map((line) => `      ${line}`))
+  }
+  const count = (status: CaseResult["status"]) => results.filter((r) => r.status === status).length
+  lines.push(`${count("failed")} failed, ${count("passed")} passed, ${count("skipped")} skipped`)
+  return lines.join("\n")
+}

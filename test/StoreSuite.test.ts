@@ -1,0 +1,101 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Layer } from "effect"
+import { execFile } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+import * as Store from "../src/Store.js"
+import * as MemoryStore from "../src/stores/MemoryStore.js"
+import { StoreSuite } from "../src/testing.js"
+
+/** MemoryStore, with a renewal that goes through after the lease expired, as long as holder and fence match. */
+const renewsAfterExpiry = Layer.effect(
+  Store.Store,
+  Effect.map(MemoryStore.make(), (inner): Store.StoreShape => ({
+    ...inner,
+    renew: (name, identity, fence, ttl, payload) =>
+      Effect.catchTag(
+        inner.renew(name, identity, fence, ttl, payload),
+        "LeaseLost",
+        (lost) =>
+          Effect.flatMap(Effect.orElseFail(inner.inspect(name), () => lost), (lease) =>
+            lease.holder === identity && lease.fence === fence
+              ? Effect.succeed({ ...lease, payload, expiresAt: new Date(lease.now.getTime() + Duration.toMillis(ttl)) })
+              : Effect.fail(lost))
+      )
+  }))
+)
+
+/** MemoryStore without the optional operations: no job slots, no candidates. */
+const bare = Layer.effect(
+  Store.Store,
+  Effect.map(MemoryStore.make(), ({ acquire, inspect, release, renew }): Store.StoreShape => ({
+    acquire,
+    renew,
+    release,
+    inspect
+  }))
+)
+
+describe("StoreSuite speaks store", () => {
+  it.live("a renewal accepted after expiry fails naming the call, the answer and the rule", () =>
+    Effect.gen(function*() {
+      const report = yield* StoreSuite.check("renews after expiry", renewsAfterExpiry, { modelRuns: 50 })
+      const guard = report.failures.find((f) => f.name.startsWith("renew fails with LeaseLost"))
+      expect(guard?.message).toMatch(
+        /^renew\('storetest-guard-[0-9a-f]+-[0-9a-z]+', 'a', 1n, 5m, null\)\n {2}answered: \{ name: 'storetest-guard-.*fence: 1n,.*\}\n {2}the contract requires: renewing an expired lease: fail with LeaseLost$/
+      )
+      const model = report.failures.find((f) => f.name === "operation-level model of the contract")
+      expect(model?.message).toMatch(/^model command \d+, \{ op: 'renew'.*\n {2}answered: \{ name: .*fence: \d+n/)
+      expect(model?.message).toContain(
+        "the contract requires: LeaseLost: the renewal's guard (holder, fence, lease not expired) does not match"
+      )
+      for (const failure of report.failures) {
+        expect(failure.message).not.toMatch(/serialize|\[object Object\]/)
+      }
+      // The other rules hold, and the summary lists the two failures with their reasons.
+      expect(report.failures.map((f) => f.name)).toHaveLength(2)
+      expect(report.summary).toContain("  × renew fails with LeaseLost rather than silently succeeding")
+      expect(report.summary).toContain("      the contract requires: renewing an expired lease: fail with LeaseLost")
+      expect(report.summary.split("\n").at(-1)).toBe("2 failed, 19 passed, 0 skipped")
+    }))
+
+  it.live("a store without job slots or candidates has those cases skipped, not passed", () =>
+    Effect.gen(function*() {
+      const report = yield* StoreSuite.check("bare", bare, { modelRuns: 20 })
+      expect(report.failures).toEqual([])
+      expect(report.skipped).toEqual([
+        "a slot is claimed under the term, completed once, and reported as the job's latest",
+        "a deposed term can neither claim nor complete; its successor re-runs an open slot only when asked",
+        "slot calls are held to the limits",
+        "candidates: every live one is returned with database-derived durations; a lapse restarts aliveFor",
+        "candidates: priority and version are held to their limits at the store boundary"
+      ])
+      expect(report.summary).toContain(
+        "  ↓ slot calls are held to the limits (skipped: the store has no scheduled-job slots (StoreShape.slots))"
+      )
+      expect(report.summary.split("\n").at(-1)).toBe("0 failed, 16 passed, 5 skipped")
+    }))
+
+  it.live("a case past its timeout fails, saying so", () =>
+    Effect.gen(function*() {
+      const hangs = Layer.effect(
+        Store.Store,
+        Effect.map(MemoryStore.make(), (s) => ({ ...s, inspect: () => Effect.never }))
+      )
+      const report = yield* StoreSuite.check("hangs", hangs, { timeout: "50 millis", modelRuns: 1 })
+      expect(report.failures.find((f) => f.name === "inspect of a missing record fails with NoLease")?.message).toBe(
+        "the case did not finish within 50ms (raise the `timeout` option)"
+      )
+    }))
+
+  it("check runs in a plain node script, without vitest", async () => {
+    const script = fileURLToPath(new URL("support/storeSuiteScript.ts", import.meta.url))
+    const { VITEST: _, VITEST_WORKER_ID: __, VITEST_POOL_ID: ___, ...env } = process.env
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], { env })
+    expect(stdout).toContain("store contract: MemoryStore\n  ✓ inspect of a missing record fails with NoLease")
+    expect(stdout.trim().split("\n").at(-1)).toBe("0 failed, 21 passed, 0 skipped")
+  })
+})
+
+// Registered as tests: the bare store's optional cases show as skipped in vitest's report.
+StoreSuite.run("MemoryStore without optional operations", bare, { modelRuns: 20 })
