@@ -9,7 +9,7 @@
  *   BENCH_SCHEDULES=40 BENCH_CONFIG=default npx tsx bench/simulation-drivers.ts
  */
 import { Effect, TestContext } from "effect"
-import * as fc from "fast-check"
+import * as fc from "effect/FastCheck"
 import * as Simulation from "../src/testing/Simulation.js"
 
 const count = Number(process.env["BENCH_SCHEDULES"] ?? 20)

@@ -3,8 +3,10 @@
  * authors of stores: the store acceptance suite, the fleet simulation for
  * your own leader work, and a fault-injecting store wrapper.
  *
- * Needs `vitest`, `@effect/vitest` (for `StoreSuite.run`) and `fast-check`
- * as dev dependencies of your project.
+ * `StoreSuite.run` needs `vitest` (a dev dependency of your project); the
+ * rest runs anywhere, a plain node script included. The generators are
+ * `effect/FastCheck`'s (the fast-check that `effect` ships and that
+ * `@effect/vitest`'s `it.prop` takes).
  *
  * @since 0.1.0
  */

@@ -18,7 +18,7 @@ const schedule: Simulation.Schedule = {
           acquire: [{ _tag: "Hang" }],
           renew: [{ _tag: "LostReply" }],
           release: [{ _tag: "Hang" }],
-          inspect: [{ _tag: "Fail" }]
+          inspect: [{ _tag: "Fail", retryable: true }]
         }
       }
     },

@@ -1,5 +1,5 @@
 import { Duration, Effect } from "effect"
-import * as fc from "fast-check"
+import * as fc from "effect/FastCheck"
 import { describe, expect, it } from "vitest"
 import { Oracle } from "../../src/internal/testing/Oracle.js"
 import { VirtualTime } from "../../src/internal/testing/VirtualTime.js"

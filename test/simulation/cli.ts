@@ -9,7 +9,7 @@
  * fault window, in leaseDurations), --max-slots N (participants, 3..7),
  * --no-step-back (keep the database clock from stepping back).
  */
-import * as fc from "fast-check"
+import * as fc from "effect/FastCheck"
 import { parseArgs } from "node:util"
 import * as Simulation from "../../src/testing/Simulation.js"
 

@@ -6,6 +6,11 @@
 import { Duration, Effect } from "effect"
 import * as Store from "../../Store.js"
 
+/**
+ * What one operation does while the fault is set: the one vocabulary of
+ * FaultyStore and of the simulation's schedules. Plain data (times in
+ * milliseconds), so that a schedule holding faults is JSON.
+ */
 export type Fault =
   | { readonly _tag: "Pass" }
   | { readonly _tag: "Hang" }
@@ -13,12 +18,14 @@ export type Fault =
   | { readonly _tag: "Die" }
   /** The request reaches the database and is applied; the answer never arrives. */
   | { readonly _tag: "LostReply" }
-  /** The request waits `delay` before it reaches the database. */
-  | { readonly _tag: "Delay"; readonly delay: Duration.Duration }
-  /** The request is applied at once; its answer takes `delay` to come back. */
-  | { readonly _tag: "SlowReply"; readonly delay: Duration.Duration }
-  /** The call never answers, and cancelling it takes `delay` (a driver that waits on the server to cancel). */
-  | { readonly _tag: "SlowCancel"; readonly delay: Duration.Duration }
+  /** The request waits `millis` before it reaches the database. */
+  | { readonly _tag: "Delay"; readonly millis: number }
+  /** The request is applied at once; its answer takes `millis` to come back. */
+  | { readonly _tag: "SlowReply"; readonly millis: number }
+  /** The call never answers, and cancelling it takes `millis` (a driver that waits on the server to cancel). */
+  | { readonly _tag: "SlowCancel"; readonly millis: number }
+
+const millis = (d: Duration.DurationInput): number => Duration.toMillis(Duration.decode(d))
 
 export const pass: Fault = { _tag: "Pass" }
 export const hang: Fault = { _tag: "Hang" }
@@ -26,9 +33,9 @@ export const fail: Fault = { _tag: "Fail", retryable: true }
 export const fatal: Fault = { _tag: "Fail", retryable: false }
 export const die: Fault = { _tag: "Die" }
 export const lostReply: Fault = { _tag: "LostReply" }
-export const delay = (d: Duration.DurationInput): Fault => ({ _tag: "Delay", delay: Duration.decode(d) })
-export const slowReply = (d: Duration.DurationInput): Fault => ({ _tag: "SlowReply", delay: Duration.decode(d) })
-export const slowCancel = (d: Duration.DurationInput): Fault => ({ _tag: "SlowCancel", delay: Duration.decode(d) })
+export const delay = (d: Duration.DurationInput): Fault => ({ _tag: "Delay", millis: millis(d) })
+export const slowReply = (d: Duration.DurationInput): Fault => ({ _tag: "SlowReply", millis: millis(d) })
+export const slowCancel = (d: Duration.DurationInput): Fault => ({ _tag: "SlowCancel", millis: millis(d) })
 
 export interface FaultyStore extends Store.StoreShape {
   /** Sets the fault for one operation, or for all of them. */
@@ -84,11 +91,11 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
         case "LostReply":
           return Effect.zipRight(Effect.ignore(effect), Effect.never)
         case "Delay":
-          return Effect.zipRight(Effect.sleep(fault.delay), effect)
+          return Effect.zipRight(Effect.sleep(Duration.millis(fault.millis)), effect)
         case "SlowReply":
-          return Effect.zipLeft(effect, Effect.sleep(fault.delay))
+          return Effect.zipLeft(effect, Effect.sleep(Duration.millis(fault.millis)))
         case "SlowCancel":
-          return Effect.onInterrupt(Effect.never, () => Effect.sleep(fault.delay))
+          return Effect.onInterrupt(Effect.never, () => Effect.sleep(Duration.millis(fault.millis)))
       }
     })
   const slots = inner.slots

@@ -19,6 +19,8 @@ export type Check =
   | "not-preferred-after-faults"
   /** The user's own invariant about the work's side effects. */
   | "invariant"
+  /** The user's work failed or died (interruption at the end of a term is not a crash). */
+  | "work-crashed"
 
 export interface Violation {
   readonly check: Check
@@ -122,6 +124,11 @@ export class Oracle {
       }
     }
     if (watchLiveness && this.ledAt === undefined && leaders.length > 0) this.ledAt = at
+  }
+
+  /** The work of `identity`'s term under `fence` failed or died at `at`. */
+  crash(identity: string, fence: bigint, at: number, cause: string): void {
+    this.fail("work-crashed", at, `${identity}'s work under fence ${fence} crashed: ${cause}`)
   }
 
   /** Records what the user's invariant found at `at`, if anything. */

@@ -5,21 +5,14 @@
  * configuration and a list of timed events over a fault window; after the
  * window comes a quiet period with no faults, in which someone must lead.
  */
-import * as fc from "fast-check"
+import * as fc from "effect/FastCheck"
+import * as Schema from "effect/Schema"
 import type { Operation } from "../../Store.js"
-import { type Rate, rate } from "./VirtualTime.js"
+import type { Fault } from "./FaultyStore.js"
+import { type Rate, rate, rateDenominator } from "./VirtualTime.js"
 
-/** What one store operation does while a fault is in force. */
-export type OpFault =
-  | { readonly _tag: "Pass" }
-  | { readonly _tag: "Hang" }
-  | { readonly _tag: "Fail" }
-  | { readonly _tag: "Die" }
-  | { readonly _tag: "LostReply" }
-  | { readonly _tag: "Delay"; readonly millis: number }
-  | { readonly _tag: "SlowReply"; readonly millis: number }
-  /** Never answers; cancelling it takes `millis` (a driver waiting on the server to cancel). */
-  | { readonly _tag: "SlowCancel"; readonly millis: number }
+/** What one store operation does while a fault is in force: FaultyStore's vocabulary. */
+export type OpFault = Fault
 
 export type Ops = "acquire" | "renew" | "release" | "inspect"
 export const ops: ReadonlyArray<Ops & Operation> = ["acquire", "renew", "release", "inspect"]
@@ -125,7 +118,7 @@ const opFault = (config: SimConfig): fc.Arbitrary<OpFault> => {
   return fc.oneof(
     { weight: 2, arbitrary: fc.constant<OpFault>({ _tag: "Pass" }) },
     { weight: 3, arbitrary: fc.constant<OpFault>({ _tag: "Hang" }) },
-    { weight: 2, arbitrary: fc.constant<OpFault>({ _tag: "Fail" }) },
+    { weight: 2, arbitrary: fc.constant<OpFault>({ _tag: "Fail", retryable: true }) },
     { weight: 1, arbitrary: fc.constant<OpFault>({ _tag: "Die" }) },
     { weight: 3, arbitrary: fc.constant<OpFault>({ _tag: "LostReply" }) },
     { weight: 2, arbitrary: nearTimeout.map((millis): OpFault => ({ _tag: "Delay", millis })) },
@@ -248,3 +241,67 @@ export const schedule = (options: ScheduleOptions): fc.Arbitrary<Schedule> =>
       })
     )
   )
+
+// A schedule as JSON: rates as numbers of ten-thousandths, everything else as it is.
+const Millis = Schema.Number
+const FaultSchema = Schema.Union(
+  Schema.TaggedStruct("Pass", {}),
+  Schema.TaggedStruct("Hang", {}),
+  Schema.TaggedStruct("Fail", { retryable: Schema.Boolean }),
+  Schema.TaggedStruct("Die", {}),
+  Schema.TaggedStruct("LostReply", {}),
+  Schema.TaggedStruct("Delay", { millis: Millis }),
+  Schema.TaggedStruct("SlowReply", { millis: Millis }),
+  Schema.TaggedStruct("SlowCancel", { millis: Millis })
+)
+const FaultsSchema = Schema.Struct({
+  acquire: Schema.Array(FaultSchema),
+  renew: Schema.Array(FaultSchema),
+  release: Schema.Array(FaultSchema),
+  inspect: Schema.Array(FaultSchema)
+})
+const TargetSchema = Schema.Union(Schema.Number, Schema.Literal("leader"))
+const EventSchema = Schema.Union(
+  Schema.TaggedStruct("Partition", { slot: TargetSchema, faults: FaultsSchema }),
+  Schema.TaggedStruct("Heal", { slot: TargetSchema }),
+  Schema.TaggedStruct("StoreFault", { faults: FaultsSchema }),
+  Schema.TaggedStruct("StoreHeal", {}),
+  Schema.TaggedStruct("Crash", { slot: TargetSchema }),
+  Schema.TaggedStruct("Restart", { slot: TargetSchema }),
+  Schema.TaggedStruct("StepBack", { millis: Millis }),
+  Schema.TaggedStruct("Freeze", { slot: TargetSchema, millis: Millis }),
+  Schema.TaggedStruct("Resign", { slot: TargetSchema })
+)
+const RateSchema = Schema.transform(
+  Schema.Number,
+  Schema.Struct({ num: Schema.BigIntFromSelf, den: Schema.BigIntFromSelf }),
+  {
+    strict: true,
+    decode: (perTenThousand) => rate(perTenThousand),
+    encode: (r) => Number((r.num * rateDenominator) / r.den)
+  }
+)
+
+const ScheduleStruct = Schema.Struct({
+  config: Schema.Struct({
+    label: Schema.String,
+    leaseDuration: Millis,
+    renewInterval: Millis,
+    retryPeriod: Millis,
+    operationTimeout: Millis,
+    safetyMargin: Millis
+  }),
+  rates: Schema.Array(RateSchema),
+  window: Millis,
+  events: Schema.Array(Schema.Struct({ at: Millis, event: EventSchema })),
+  priorities: Schema.optional(Schema.Array(Schema.Number))
+})
+
+/** A schedule and its JSON form. */
+export const ScheduleSchema: Schema.Schema<Schedule, typeof ScheduleStruct.Encoded> = ScheduleStruct
+
+/** The schedule as one line of JSON. */
+export const encode = (schedule: Schedule): string => JSON.stringify(Schema.encodeSync(ScheduleSchema)(schedule))
+
+/** A schedule from its JSON (as `encode` writes it); throws a `ParseError` naming what does not fit. */
+export const decode = (json: string): Schedule => Schema.decodeUnknownSync(Schema.parseJson(ScheduleSchema))(json)

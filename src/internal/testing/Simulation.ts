@@ -43,6 +43,7 @@
  * and acquired it. The bound adds one sampling step and 10ms of rounding.
  */
 import {
+  Cause,
   type Clock,
   Duration,
   Effect,
@@ -60,11 +61,12 @@ import {
 } from "effect"
 import * as Elector from "../../Elector.js"
 import type * as Job from "../../Job.js"
+import * as Leadership from "../../Leadership.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
 import * as Faulty from "./FaultyStore.js"
 import { type Belief, Oracle, type Violation } from "./Oracle.js"
-import type { Faults, OpFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
+import type { Faults, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops } from "./Schedule.js"
 import { Gate, type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
 
@@ -103,10 +105,22 @@ export interface Term {
   readonly fence: bigint
 }
 
+/** What the work of a term may use: the term's `Leadership` and the participant's `Elector`, as under `whileLeader`. */
+export type WorkContext = Leadership.Leadership | Elector.Elector
+
 /** The user's side of a run: the leader work and the invariants about its effects. */
 export interface Workload {
-  /** Runs while a participant leads, on its own clock; interrupted when the term ends. */
-  readonly work?: ((term: Term) => Effect.Effect<unknown, unknown>) | undefined
+  /**
+   * Runs in every term of every participant, as `Elector.whileLeader` runs
+   * it (the term's `Leadership` and the participant's `Elector` in its
+   * context), on the participant's clock; interrupted when the term ends.
+   * The job you deploy, as it is, or a function of the term. Its failure or
+   * defect is a violation (`work-crashed`).
+   */
+  readonly work?:
+    | Effect.Effect<unknown, unknown, WorkContext>
+    | ((term: Term) => Effect.Effect<unknown, unknown, WorkContext>)
+    | undefined
   /**
    * Checked at every sampled instant (and once at the end): a message when
    * something the work did is wrong, undefined when all is well.
@@ -119,7 +133,7 @@ export interface Workload {
   readonly job?: {
     readonly when: Job.When
     readonly delivery?: Job.Delivery | undefined
-    readonly run: (term: Term, slot: Job.Slot) => Effect.Effect<unknown, unknown>
+    readonly run: (term: Term, slot: Job.Slot) => Effect.Effect<unknown, unknown, WorkContext>
   } | undefined
 }
 
@@ -138,27 +152,6 @@ export interface RunOptions {
   readonly workload?: ((timeline: Timeline) => Workload) | undefined
 }
 
-const toFault = (f: OpFault): Faulty.Fault => {
-  switch (f._tag) {
-    case "Pass":
-      return Faulty.pass
-    case "Hang":
-      return Faulty.hang
-    case "Fail":
-      return Faulty.fail
-    case "Die":
-      return Faulty.die
-    case "LostReply":
-      return Faulty.lostReply
-    case "Delay":
-      return Faulty.delay(Duration.millis(f.millis))
-    case "SlowReply":
-      return Faulty.slowReply(Duration.millis(f.millis))
-    case "SlowCancel":
-      return Faulty.slowCancel(Duration.millis(f.millis))
-  }
-}
-
 /** A FaultyStore whose faults take turns, call by call. */
 interface Path {
   readonly store: Store.StoreShape
@@ -173,7 +166,7 @@ const path = (inner: Store.StoreShape): Path => {
   const next = (op: Ops): void => {
     const cycle = current?.[op]
     const fault = cycle === undefined ? undefined : cycle[turn[op]++ % cycle.length]
-    faulty.set(fault === undefined ? Faulty.pass : toFault(fault), op)
+    faulty.set(fault ?? Faulty.pass, op)
   }
   // The turn is taken when the call runs, not when it is built.
   const via = <A, E>(op: Ops, call: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
@@ -321,13 +314,24 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
         : Elector.schedule("sim-job", job.when, (at) => job.run({ slot, identity, fence: at.fence }, at), {
           delivery: job.delivery
         }).pipe(Effect.provideService(Elector.Elector, elector), Effect.withClock(clock), Effect.orDie)
-    const work = (slot: number, identity: string) => (fence: bigint) =>
-      Effect.suspend(() => {
-        oracle.onStart(identity, fence, driver.millis())
-        return userWork === undefined
-          ? Effect.never
-          : Effect.zipRight(userWork({ slot, identity, fence }), Effect.never)
-      }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence, driver.millis()))))
+    /** The participant's terms, as `whileLeader` runs them: the oracle sees each start and stop, and any crash. */
+    const terms = (slot: number, identity: string, elector: Elector.ElectorShape, clock: Clock.Clock) =>
+      Elector.whileLeader(Effect.flatMap(Leadership.Leadership, ({ fence }) =>
+        Effect.suspend(() => {
+          oracle.onStart(identity, fence, driver.millis())
+          const term = { slot, identity, fence }
+          const work = userWork === undefined
+            ? Effect.never
+            : Effect.zipRight(Effect.isEffect(userWork) ? userWork : userWork(term), Effect.never)
+          return Effect.tapErrorCause(work, (cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.void
+              : Effect.sync(() => oracle.crash(identity, fence, driver.millis(), Cause.pretty(cause))))
+        }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence, driver.millis())))))).pipe(
+          Effect.provideService(Elector.Elector, elector),
+          Effect.withClock(clock),
+          Effect.ignore
+        )
 
     const start = (slot: Slot) =>
       Effect.gen(function*() {
@@ -344,8 +348,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
             renewInterval: Duration.millis(config.renewInterval),
             retryPeriod: Duration.millis(config.retryPeriod),
             operationTimeout: Duration.millis(config.operationTimeout),
-            priority: schedule.priorities?.[slot.index],
-            onStartedLeading: work(slot.index, identity)
+            priority: schedule.priorities?.[slot.index]
           }).pipe(
             Effect.provideService(Store.Store, via.store),
             Effect.withClock(clock),
@@ -355,7 +358,10 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
           )
         )
         const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
-        const participate = Effect.zipRight(Effect.fork(scheduled(slot.index, identity, elector, clock)), elector.run)
+        const participate = Effect.fork(scheduled(slot.index, identity, elector, clock)).pipe(
+          Effect.zipRight(Effect.fork(terms(slot.index, identity, elector, clock))),
+          Effect.zipRight(elector.run)
+        )
         const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(participate, Random.make(seed))), gate))
         slot.current = { identity, gate, elector, path: via, fiber }
       })

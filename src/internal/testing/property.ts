@@ -2,8 +2,8 @@
  * The fleet simulation as a fast-check property, shared by the CI test, the
  * `npm run sim` command and the public `Simulation` module.
  */
-import * as fc from "fast-check"
-import { type Schedule, schedule, type ScheduleOptions } from "./Schedule.js"
+import * as fc from "effect/FastCheck"
+import { encode, type Schedule, schedule, type ScheduleOptions } from "./Schedule.js"
 import { run, type Timeline, type Workload } from "./Simulation.js"
 import { rateToNumber } from "./VirtualTime.js"
 
@@ -15,6 +15,15 @@ export const describe = (s: Schedule): string =>
     }, faults for ${s.window}ms`,
     ...s.events.map((e) => `  ${String(e.at).padStart(7)}ms ${JSON.stringify(e.event)}`)
   ].join("\n")
+
+/**
+ * The line that replays schedule `s` with run seed `seed` on its own, to
+ * keep as a regression test (`options` being the check's own).
+ */
+export const regression = (s: Schedule, seed: number): string =>
+  `keep it as a regression test: Simulation.run(Simulation.decode('${
+    encode(s).replace(/[\\']/g, "\\$&")
+  }'), { ...options, seed: ${seed} })`
 
 export interface Counters {
   schedules: number
@@ -43,7 +52,7 @@ const judge = (options: FleetOptions) => (s: Schedule, seed: number): void => {
   }
   if (result.violation !== undefined) {
     const { at, check, message } = result.violation
-    throw new Error(`${check} at ${at}ms: ${message}\n${describe(s)}\n(run seed ${seed})`)
+    throw new Error(`${check} at ${at}ms: ${message}\n${describe(s)}\n(run seed ${seed})\n${regression(s, seed)}`)
   }
 }
 
