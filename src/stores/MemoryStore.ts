@@ -129,11 +129,11 @@ const toLease = (name: string, row: Row, now: number): Lease => ({
  * @category constructors
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Duration, Effect } from "effect"
  * import { MemoryStore } from "effect-leaderelection"
  *
  * const lease = MemoryStore.make().pipe(
- *   Effect.flatMap((store) => store.acquire("jobs", "a", "15 seconds", null))
+ *   Effect.flatMap((store) => store.acquire("jobs", "a", Duration.seconds(15), null))
  * )
  * ```
  */

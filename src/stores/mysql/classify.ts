@@ -1,12 +1,17 @@
 /**
  * Classification of mysql2 / MySQL / MariaDB errors into retryable and fatal.
  *
- * @internal
+ * @since 0.1.0
  */
 import * as Predicate from "effect/Predicate"
 import { OperationTimeout, Saturated } from "../SqlStoreError.js"
 
-/** What the store learns from a driver error. */
+/**
+ * What the store learns from a driver error.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Classification {
   readonly retryable: boolean
   /** The server's errno as a string, or the driver's / the OS's error code. */
@@ -62,11 +67,22 @@ const field = (error: unknown, key: string): unknown =>
   Predicate.isObject(error) && key in error ? (error as Record<string, unknown>)[key] : undefined
 
 /**
- * Classifies a driver error. Known server errnos decide first, then the
- * driver's or the OS's code; an error mysql2 marks `fatal` (it broke the
- * connection) without a known errno is a connection failure, so retryable.
- * Anything else, syntax errors included, is fatal: it will not fix itself.
- * The store's own {@link OperationTimeout} and a shed poll ({@link Saturated}) are retryable.
+ * Classifies a driver error as retryable or fatal, with its code and a
+ * readable reason; every error the store returns went through it. Known
+ * server errnos decide first, then the driver's or the OS's code; an error
+ * mysql2 marks `fatal` (it broke the connection) without a known errno is a
+ * connection failure, so retryable. Anything else, syntax errors included,
+ * is fatal: it will not fix itself. The store's own {@link OperationTimeout}
+ * and a shed poll ({@link Saturated}) are retryable.
+ *
+ * @since 0.1.0
+ * @category errors
+ * @example
+ * ```ts
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * MysqlStore.classify({ errno: 1213, code: "ER_LOCK_DEADLOCK", message: "Deadlock" }).retryable // true
+ * ```
  */
 export const classify = (error: unknown): Classification => {
   if (error instanceof OperationTimeout || error instanceof Saturated) {

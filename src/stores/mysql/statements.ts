@@ -8,6 +8,35 @@
  * by `TIMESTAMPDIFF` on `DATETIME(6)` values and cast to text: no timezone
  * conversion anywhere, none in the driver, no precision lost to a double.
  *
+ * Portability between MySQL 8 and MariaDB 10.11, and how it is handled:
+ *
+ * - `RETURNING` exists on MariaDB only (and not for `UPDATE`): the row is
+ *   read back by a `SELECT ... FOR UPDATE` in the same transaction instead.
+ * - `VALUES(col)` in `ON DUPLICATE KEY UPDATE` is deprecated since MySQL
+ *   8.0.20 and its replacement, the `AS new` row alias, is a syntax error on
+ *   MariaDB: the new values are passed again as parameters.
+ * - Assignments in `ON DUPLICATE KEY UPDATE` run left to right seeing
+ *   earlier ones (MariaDB's SIMULTANEOUS_ASSIGNMENT mode makes them see the
+ *   old row): the statement is written to mean the same under both.
+ * - `utf8mb4_bin` is a PAD SPACE collation on both (`'a' = 'a '`), and the
+ *   NO PAD binary collations differ (`utf8mb4_0900_bin` on MySQL,
+ *   `utf8mb4_nopad_bin` on MariaDB): `name` and `holder` are
+ *   `VARBINARY(1020)` (255 utf8mb4 characters), compared byte for byte, so
+ *   `'A'`, `'a'` and `'a '` are three elections.
+ * - `FOR SHARE` is MySQL 8 only: the store uses `FOR UPDATE` alone.
+ * - `UTC_TIMESTAMP(6)`, `TIMESTAMPDIFF(MICROSECOND, ...)`, `DATETIME(6)`,
+ *   `CAST(... AS CHAR CHARACTER SET utf8mb4)` and `CAST(? AS SIGNED)` mean
+ *   the same on both.
+ *
+ * Timestamps are `DATETIME(6)` written from `UTC_TIMESTAMP(6)` and returned
+ * as microseconds since the epoch computed in SQL, so neither the session
+ * `time_zone` nor the driver can shift them. Converting to millisecond
+ * `Date`s, `now`, `acquiredAt` and `renewedAt` round up and `expiresAt`
+ * rounds down: a TTL derived from a returned lease is never longer than the
+ * server's. A name or identity longer than 1020 bytes fails with 1406
+ * (fatal) under the default strict `sql_mode`; a server in a non-strict mode
+ * would truncate it instead.
+ *
  * @internal
  */
 import * as Duration from "effect/Duration"
