@@ -17,6 +17,9 @@
 #     @effect/cli or @effect/platform-node, that internal modules are not
 #     exported, and that a store without its driver names the package to
 #     install.
+#   - checks that a consumer of the core and MysqlStore on mysql2 alone (no
+#     @effect/sql-mysql2) type-checks (skipLibCheck: true) and runs README's
+#     MySQL quick start;
 # npm installs prefer the local cache (--prefer-offline).
 set -euo pipefail
 
@@ -238,8 +241,30 @@ out=$(cd "$PGONLY" && timeout -k 10 30 node dist/main.js 2>&1) || fail "core + P
 echo "$out"
 grep -q "^identity " <<<"$out" || fail "core + PgStore program printed no status"
 grep -q "^internal: ERR_PACKAGE_PATH_NOT_EXPORTED$" <<<"$out" || fail "internal modules are importable"
-grep -q "^MissingDriverError: MysqlStore needs the npm packages mysql2 @effect/sql-mysql2: npm install mysql2 @effect/sql-mysql2" \
+grep -q "^MissingDriverError: MysqlStore needs the npm package mysql2: npm install mysql2" \
   <<<"$out" || fail "a missing driver is not named"
+
+step "consumer of the core and MysqlStore only: mysql2, no @effect/sql-mysql2"
+MYONLY="$WORK/mysql-only"
+mkdir -p "$MYONLY/src"
+echo '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }' >"$MYONLY/package.json"
+block=$(awk -F'\t' 'tolower($3) ~ /mysql/ && tolower($3) ~ /quick start/ { print $1; exit }' "$WORK/blocks.txt")
+if [ -z "$block" ]; then fail "no MySQL quick start block in README.md"; else
+  cp "$WORK/blocks/$block.ts" "$MYONLY/src/"
+  # The quick start runs on @effect/platform-node's NodeRuntime.
+  (cd "$MYONLY" && install "$TARBALL" effect mysql2 @effect/platform-node@0.108 @types/node@20)
+  # skipLibCheck true: MysqlStore's declarations name @effect/sql-mysql2's
+  # MysqlClient type (the client `make` and `layer` take from context), which
+  # an app checking libraries (skipLibCheck false) installs for its types.
+  tsconfig "$MYONLY" tsconfig.json nodenext ""
+  sed -i 's/"skipLibCheck": false/"skipLibCheck": true/' "$MYONLY/tsconfig.json"
+  typecheck "$MYONLY" tsconfig.json "core + MysqlStore on mysql2 alone, nodenext, skipLibCheck"
+  if (cd "$MYONLY" && npm ls --all --parseable | grep -q "/node_modules/@effect/sql-mysql2$"); then
+    fail "the MysqlStore consumer installs @effect/sql-mysql2"
+  else echo "ok   npm ls --all: no @effect/sql-mysql2"; fi
+  run_blocks "$MYONLY" mysql-only
+  grep -q "started leading" "$MYONLY/$block.out" || fail "the MySQL quick start on mysql2 alone never led"
+fi
 
 step "the CLI package, built against the packed library, run through npx"
 CLISRC="$WORK/cli-src"
