@@ -130,6 +130,58 @@ describe("Gate.use", () => {
     }))
 })
 
+describe("Gate.use, a call given up while connecting (Leaving)", () => {
+  /** A driver whose connections come when `connect` is called: the oldest checkout first. */
+  const slowPool = () => {
+    const fake = fakeDriver(true)
+    const checkouts: Array<(error: Error | undefined, connection: Connection | undefined) => void> = []
+    const driver: Gate.Driver<Connection, string, string> = {
+      ...fake.driver,
+      connect: (callback) => void checkouts.push(callback)
+    }
+    const connections = connectionsOf(1, driver, (_operation, error) => error)
+    const call = (operation: Operation) => Gate.use(connections, operation, "a request", Effect.succeed)
+    return { fake, call, connect: () => checkouts.shift()?.(undefined, { id: 1 }) }
+  }
+
+  it.effect("holds its slot until the connection comes, then releases it unused", () =>
+    Effect.gen(function*() {
+      const { call, connect, fake } = slowPool()
+      const first = yield* Effect.fork(call("renew"))
+      yield* Effect.yieldNow()
+      yield* TestClock.adjust(timeout)
+      expect(yield* Effect.flip(Fiber.join(first))).toBeInstanceOf(OperationTimeout)
+      // Its slot is still held: the next call waits for it.
+      const second = yield* Effect.fork(call("renew"))
+      yield* Effect.yieldNow()
+      connect()
+      expect(fake.requests).toEqual([])
+      expect(fake.released).toEqual([undefined])
+      // The freed slot admits the second call, which runs on its own connection.
+      connect()
+      expect(yield* Fiber.join(second)).toBe("at once")
+      expect(fake.requests).toEqual(["a request"])
+    }))
+
+  it.effect("frees its slot when the grace ends first; the connection, when it comes, is released", () =>
+    Effect.gen(function*() {
+      const { call, connect, fake } = slowPool()
+      const first = yield* Effect.fork(call("renew"))
+      yield* Effect.yieldNow()
+      yield* TestClock.adjust(timeout)
+      yield* Effect.flip(Fiber.join(first))
+      yield* TestClock.adjust(grace)
+      // The grace ended: the slot went to nobody, so the next call is admitted at once.
+      const second = yield* Effect.fork(call("renew"))
+      yield* Effect.yieldNow()
+      connect()
+      expect(fake.released).toEqual([undefined])
+      connect()
+      expect(yield* Fiber.join(second)).toBe("at once")
+      expect(fake.released).toEqual([undefined, undefined])
+    }))
+})
+
 describe("Gate.use's ending", () => {
   it.effect("runs the request, decodes the answer, and maps the gate's and the driver's errors, where the call ends", () =>
     Effect.gen(function*() {

@@ -28,12 +28,7 @@
 import * as SqlStore from "./internal/sqlStore.js"
 import { dialect, type OwnedOptions } from "./pg/dialect.js"
 
-/**
- * Thrown by importing this module when its driver is not installed.
- *
- * @since 0.1.0
- * @category errors
- */
+/** @since 0.1.0 */
 export { MissingDriverError } from "../internal/driver.js"
 
 /** @since 0.1.0 */

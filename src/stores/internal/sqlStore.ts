@@ -235,7 +235,7 @@ const maxConnections = (value: number = defaultMaxConnections): Either.Either<nu
     ? Either.right(value)
     : Either.left(new InvalidConfig({ field: "maxConnections", reason: `must be a positive integer, got ${value}` }))
 
-/** The store's constructors for a dialect; each public store module gives them their types and docs. */
+/** The constructors of the store over `dialect`; its public module exports each with its docs. */
 export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
   dialect: Dialect<P, C, R, A, S, Client, O>
 ) => {
