@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { execFile } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import * as Store from "../src/Store.js"
@@ -39,13 +40,15 @@ const bare = Layer.effect(
 describe("StoreSuite speaks store", () => {
   it.live("a renewal accepted after expiry fails naming the call, the answer and the rule", () =>
     Effect.gen(function*() {
-      const report = yield* StoreSuite.check("renews after expiry", renewsAfterExpiry, { modelRuns: 50 })
+      const report = yield* StoreSuite.check("renews after expiry", renewsAfterExpiry)
       const guard = report.failures.find((f) => f.name.startsWith("renew fails with LeaseLost"))
       expect(guard?.message).toMatch(
         /^renew\('storetest-guard-[0-9a-f]+-[0-9a-z]+', 'a', 1n, 5m, null\)\n {2}answered: \{ name: 'storetest-guard-.*fence: 1n,.*\}\n {2}the contract requires: renewing an expired lease: fail with LeaseLost$/
       )
       const model = report.failures.find((f) => f.name === "operation-level model of the contract")
-      expect(model?.message).toMatch(/^model command \d+, \{ op: 'renew'.*\n {2}answered: \{ name: .*fence: \d+n/)
+      expect(model?.message).toMatch(
+        /^model command \d+ of \[.*\]: \{ op: 'renew'.*\n {2}answered: \{ name: .*fence: \d+n/
+      )
       expect(model?.message).toContain(
         "the contract requires: LeaseLost: the renewal's guard (holder, fence, lease not expired) does not match"
       )
@@ -86,6 +89,24 @@ describe("StoreSuite speaks store", () => {
       expect(report.failures.find((f) => f.name === "inspect of a missing record fails with NoLease")?.message).toBe(
         "the case did not finish within 50ms (raise the `timeout` option)"
       )
+    }))
+
+  it.live("the sample failure of the README and docs/testing.md is what the suite prints", () =>
+    Effect.gen(function*() {
+      const report = yield* StoreSuite.check("RenewsAfterExpiry", renewsAfterExpiry, { modelRuns: 1 })
+      const guard = report.failures.find((f) => f.name.startsWith("renew fails with LeaseLost"))!
+      // As vitest lists a failed test: its name, then the message, its first line after an arrow.
+      const [first, ...rest] = guard.message.split("\n")
+      const printed = [
+        `× store contract: RenewsAfterExpiry > ${guard.name}`,
+        `  → ${first}`,
+        ...rest
+      ].join("\n").replace(/storetest-guard-[0-9a-f]+-[0-9a-z]+/g, "storetest-guard-…")
+      for (const page of ["README.md", "docs/testing.md"]) {
+        const text = readFileSync(new URL(`../${page}`, import.meta.url), "utf8")
+        const sample = text.match(/^```text\n(× store contract: RenewsAfterExpiry[^]*?)\n```$/m)?.[1]
+        expect(sample, page).toBe(printed)
+      }
     }))
 
   it("check runs in a plain node script, without vitest", async () => {
