@@ -12,8 +12,13 @@
 #     row expired on the database's clock) rather than leaving it to run out;
 #   - does the same in a consumer pinned to the oldest supported effect
 #     (3.21.0) and checks that it holds exactly one copy of effect;
-#   - checks that a consumer of the core and PgStore only (effect, pg,
-#     @types/pg, @effect/sql-pg, as README's install section says) installs no mysql2,
+#   - installs every consumer but the oldest with README.md's own install
+#     lines (extracted by install-lines.mjs, not restated), so a line that
+#     npm refuses (ERESOLVE) fails the check; README=FILE checks another copy;
+#   - in a consumer of the README's core and testing lines, type-checks and
+#     runs every ```ts test block of docs/testing.md with vitest;
+#   - checks that a consumer of the core and PgStore only (the README's core
+#     and PostgreSQL lines) installs no mysql2,
 #     @effect/cli or @effect/platform-node, that internal modules are not
 #     exported, and that a store without its driver names the package to
 #     install.
@@ -37,11 +42,26 @@ cleanup() {
 }
 trap cleanup EXIT
 TSC="$ROOT/node_modules/.bin/tsc"
+README=${README:-$ROOT/README.md}
 OLDEST_EFFECT=3.21.0
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 step() { echo; echo "== $* (at ${SECONDS}s)"; }
 install() { npm install --prefer-offline --no-audit --no-fund --loglevel=error "$@"; }
+
+# readme_install DIR USE...: runs README's install line of each USE in DIR, as
+# written there; the library is not on the registry, so its name stands for the tarball.
+readme_install() {
+  local dir=$1 use line
+  shift
+  for use in "$@"; do
+    line=$(node "$ROOT/test/package/install-lines.mjs" "$README" "$use") || { fail "README install line: $use"; continue; }
+    echo "\$ $line"
+    line=$(sed -E "s#(^| )effect-leaderelection( |\$)#\1$TARBALL\2#" <<<"$line")
+    (cd "$dir" && npm_config_prefer_offline=true npm_config_audit=false npm_config_fund=false \
+      npm_config_loglevel=error bash -c "$line") || fail "README install line ($use) in $(basename "$dir"): $line"
+  done
+}
 
 step "npm pack"
 (cd "$ROOT" && npm pack --silent --pack-destination "$WORK" >/dev/null)
@@ -167,10 +187,10 @@ one_effect() { # DIR LABEL: exactly one copy of effect
 step "consumer on the latest effect: README blocks under nodenext and bundler"
 LATEST="$WORK/latest"
 consumer "$LATEST"
-# @effect/sql-pg and @effect/platform-node: the README's PgClient and HealthHttpApp
-# examples, at their effect 3 line (their latest releases, 4.x, are effect 4's).
-(cd "$LATEST" && install "$TARBALL" effect pg @types/pg @effect/sql-pg@0.53 mysql2 @effect/sql-mysql2 \
-  @effect/platform-node@0.108 @types/ws @types/node@20)
+# Every README install line, then what the examples import besides:
+# @effect/platform-node at its effect 3 line (its latest release, 4.x, is effect 4's).
+readme_install "$LATEST" core PostgreSQL MySQL/MariaDB testing
+(cd "$LATEST" && install @effect/platform-node@0.108 @types/ws @types/node@20)
 # "DOM" and @types/ws: the indexes of @effect/platform and @effect/platform-node,
 # which the HealthHttpApp example imports, reach declarations (KeyValueStore,
 # Transferable, @effect/rpc's RpcClient, NodeSocketServer) that name DOM types
@@ -227,8 +247,9 @@ const mysql = "effect-leaderelection/stores/MysqlStore"
 console.log(await import(mysql).then(() => "MysqlStore loaded", (e: Error) => `${e.name}: ${e.message}`))
 EOF
 # PgStore's declarations name @effect/sql-pg's PgClient types: its users install
-# pg and @effect/sql-pg, as README's install section says.
-(cd "$PGONLY" && install "$TARBALL" effect pg @types/pg @effect/sql-pg@0.53 @types/node@20)
+# pg and @effect/sql-pg, as README's PostgreSQL line says.
+readme_install "$PGONLY" core PostgreSQL
+(cd "$PGONLY" && install @types/node@20)
 tsconfig "$PGONLY" tsconfig.json nodenext ""
 typecheck "$PGONLY" tsconfig.json "core + PgStore, nodenext"
 tree=$(cd "$PGONLY" && npm ls --all --parseable)
@@ -252,7 +273,8 @@ block=$(awk -F'\t' 'tolower($3) ~ /mysql/ && tolower($3) ~ /quick start/ { print
 if [ -z "$block" ]; then fail "no MySQL quick start block in README.md"; else
   cp "$WORK/blocks/$block.ts" "$MYONLY/src/"
   # The quick start runs on @effect/platform-node's NodeRuntime.
-  (cd "$MYONLY" && install "$TARBALL" effect mysql2 @effect/platform-node@0.108 @types/node@20)
+  readme_install "$MYONLY" core
+  (cd "$MYONLY" && install mysql2 @effect/platform-node@0.108 @types/node@20)
   # skipLibCheck true: MysqlStore's declarations name @effect/sql-mysql2's
   # MysqlClient type (the client `make` and `layer` take from context), which
   # an app checking libraries (skipLibCheck false) installs for its types.
@@ -264,6 +286,21 @@ if [ -z "$block" ]; then fail "no MySQL quick start block in README.md"; else
   else echo "ok   npm ls --all: no @effect/sql-mysql2"; fi
   run_blocks "$MYONLY" mysql-only
   grep -q "started leading" "$MYONLY/$block.out" || fail "the MySQL quick start on mysql2 alone never led"
+fi
+
+step "consumer of the core and the testing toolkit: docs/testing.md's vitest files"
+TESTING="$WORK/testing"
+mkdir -p "$TESTING/src"
+echo '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }' >"$TESTING/package.json"
+node "$ROOT/test/package/readme-blocks.mjs" --tests "$TESTING/src" "$ROOT/docs/testing.md"
+readme_install "$TESTING" core testing
+(cd "$TESTING" && install @types/node@20)
+tsconfig "$TESTING" tsconfig.json nodenext ', "noEmit": true'
+typecheck "$TESTING" tsconfig.json "testing, nodenext"
+if (cd "$TESTING" && timeout -k 10 300 npx --no-install vitest run --root src >vitest.out 2>&1); then
+  echo "ok   vitest: $(grep -E "^ +Tests " "$TESTING/vitest.out" | tr -s ' ')"
+else
+  fail "vitest run of docs/testing.md's test blocks"; tail -40 "$TESTING/vitest.out"
 fi
 
 step "the CLI package, built against the packed library, run through npx"
