@@ -70,7 +70,13 @@ import type { Faults, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops } from "./Schedule.js"
 import { Gate, type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
 
-const election = "sim"
+/**
+ * Runs so far in this process. Each run's election has a name of its own:
+ * an elector refuses a second one of the same name and identity in one
+ * process, and runs may overlap (tests run concurrently, `runOnTestClock`
+ * yields to the event loop).
+ */
+let runs = 0
 
 interface Incarnation {
   readonly identity: string
@@ -287,6 +293,7 @@ export const run = (schedule: Schedule, options: RunOptions): Result =>
 export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions): Effect.Effect<Result> =>
   Effect.gen(function*() {
     const oracle = new Oracle()
+    const election = `sim-${(runs++).toString(36)}`
     const quiet = <A, E>(effect: Effect.Effect<A, E>) => Logger.withMinimumLogLevel(effect, LogLevel.None)
     const dbClock = yield* driver.exec(
       Effect.withClock(MemoryStore.makeClock({ offset: Duration.days(3) }), driver.clock(rate(10_000)))
