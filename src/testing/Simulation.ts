@@ -21,7 +21,7 @@
 import * as Effect from "effect/Effect"
 import * as fc from "effect/FastCheck"
 import {
-  type Counters,
+  type Counters as PropertyCounters,
   describe as describeSchedule,
   fleetAsync,
   type FleetOptions
@@ -241,6 +241,13 @@ export interface RunOptions {
  * ```ts
  * import { Simulation } from "effect-leaderelection/testing"
  *
+ * // Three participants, one clock 3% slow; the leader crashes at 2s.
+ * const schedule: Simulation.Schedule = {
+ *   config: Simulation.shortConfig,
+ *   rates: [Simulation.rate(10_000), Simulation.rate(9_700), Simulation.rate(10_000)],
+ *   window: 6_000,
+ *   events: [{ at: 2_000, event: { _tag: "Crash", slot: "leader" } }]
+ * }
  * const result = Simulation.run(schedule, { seed: 42 })
  * if (result.violation !== undefined) throw new Error(result.violation.message)
  * ```
@@ -260,15 +267,25 @@ export const run = (schedule: Schedule, options: RunOptions): Result =>
  *
  * @example
  * ```ts
- * import { it } from "@effect/vitest"
- * import { Effect } from "effect"
- * import { Simulation } from "effect-leaderelection/testing"
+ * import { Effect, TestContext } from "effect"
+ * import { FaultyStore, Simulation } from "effect-leaderelection/testing"
  *
- * it.effect("my job under a partition", () =>
- *   Effect.gen(function*() {
- *     const result = yield* Simulation.runOnTestClock(schedule, { seed: 1 })
- *     expect(result.violation).toBeUndefined()
- *   }))
+ * const cut = [FaultyStore.hang]
+ * const schedule: Simulation.Schedule = {
+ *   config: Simulation.shortConfig,
+ *   rates: [Simulation.rate(10_000), Simulation.rate(9_800)],
+ *   window: 6_000,
+ *   events: [{
+ *     at: 1_000,
+ *     event: { _tag: "Partition", slot: "leader", faults: { acquire: cut, renew: cut, release: cut, inspect: cut } }
+ *   }]
+ * }
+ *
+ * // In an it.effect test, the test's TestClock; here, one of its own.
+ * const result = await Effect.runPromise(
+ *   Effect.provide(Simulation.runOnTestClock(schedule, { seed: 1 }), TestContext.TestContext)
+ * )
+ * console.log(result.violation === undefined ? `${result.terms} terms, elected again` : result.violation.message)
  * ```
  *
  * @since 0.1.0
@@ -324,10 +341,21 @@ const fleetOptions = (options: Omit<CheckOptions, "runs" | "seed" | "path">): Fl
  *
  * @example
  * ```ts
+ * import { Effect } from "effect"
+ * import { Leadership } from "effect-leaderelection"
  * import { Simulation } from "effect-leaderelection/testing"
  *
- * it("my job writes in fence order", () =>
- *   Simulation.check({ runs: 50, seed: 1, workload: () => ({ work, invariant }) }))
+ * // Set up afresh for every run: the job as deployed with Elector.whileLeader, and what it wrote.
+ * const workload = (): Simulation.Workload => {
+ *   const fences: Array<bigint> = []
+ *   return {
+ *     work: Effect.flatMap(Leadership.fence, (fence) => Effect.sync(() => fences.push(fence))),
+ *     invariant: () => fences.some((f, i) => i > 0 && f < fences[i - 1]!) ? `out of order: ${fences}` : undefined
+ *   }
+ * }
+ *
+ * // Rejects with the violation, the schedule and how to replay it (in a test: return or await it).
+ * await Simulation.check({ runs: 20, seed: 1, workload })
  * ```
  *
  * @since 0.1.0
@@ -356,4 +384,4 @@ export const check = async (options: CheckOptions = {}): Promise<void> => {
  * @since 0.1.0
  * @category models
  */
-export type { Counters }
+export type Counters = PropertyCounters

@@ -105,7 +105,8 @@ const harness = (name: string, layer: Layer.Layer<Store.Store, unknown>, options
  * import { StoreSuite } from "effect-leaderelection/testing"
  * import * as MemoryStore from "effect-leaderelection/stores/MemoryStore"
  *
- * StoreSuite.run("MemoryStore", MemoryStore.layer())
+ * // At the top level of a vitest test file:
+ * export const registerSuite = () => StoreSuite.run("MemoryStore", MemoryStore.layer())
  * ```
  *
  * @since 0.1.0
@@ -125,8 +126,8 @@ export const run = (name: string, layer: Layer.Layer<Store.Store, unknown>, opti
  * import * as MemoryStore from "effect-leaderelection/stores/MemoryStore"
  * import { StoreSuite } from "effect-leaderelection/testing"
  *
- * const report = await Effect.runPromise(StoreSuite.check("MemoryStore", MemoryStore.layer()))
- * console.log(report.summary)
+ * const report = await Effect.runPromise(StoreSuite.check("MemoryStore", MemoryStore.layer(), { modelRuns: 20 }))
+ * console.log(report.failures.length === 0 ? "MemoryStore passes" : report.summary)
  * ```
  *
  * @since 0.1.0
