@@ -194,6 +194,8 @@ interface Result {
   readonly leaderlessMean: number
   /** The seconds of the window whose sample found an election without a leader, if any. */
   readonly leaderlessAt: ReadonlyArray<number>
+  /** Seconds from the start of the phase until every election had a leader (sampled every 100 ms); NaN: never. */
+  readonly allLedAfter: number
 }
 
 const percentile = (samples: ReadonlyArray<number>, p: number): number => {
@@ -214,7 +216,14 @@ const measure = async (
   connections: { total: number },
   start: () => Promise<Running>
 ): Promise<Result> => {
+  const startedAt = performance.now()
   const running = await start()
+  let allLedAfter = Number.NaN
+  const allLed = setInterval(() => {
+    if (running.leaderless() > 0) return
+    allLedAfter = (performance.now() - startedAt) / 1000
+    clearInterval(allLed)
+  }, 100)
   await sleep(warmup * 1000)
   const loop = monitorEventLoopDelay({ resolution: 10 })
   const leaderless: Array<number> = []
@@ -245,6 +254,7 @@ const measure = async (
   const statements = statementsSent - statementsBefore
   const edge = Math.max(1, Math.min(60, Math.floor(rss.length / 10)))
   const connectionsInWindow = connections.total - connectionsBefore
+  clearInterval(allLed)
   await running.stop()
   return {
     phase,
@@ -269,7 +279,8 @@ const measure = async (
     leaderlessEnd: leaderless.at(-1) ?? Number.NaN,
     leaderlessMax: Math.max(...leaderless),
     leaderlessMean: leaderless.reduce((a, b) => a + b, 0) / leaderless.length,
-    leaderlessAt: leaderless.flatMap((count, i) => count > 0 ? [i + 1] : [])
+    leaderlessAt: leaderless.flatMap((count, i) => count > 0 ? [i + 1] : []),
+    allLedAfter
   }
 }
 
@@ -723,7 +734,8 @@ const print = (store: string, results: ReadonlyArray<Result>) => {
       "leaderless elections (end / max / mean)",
       (r) => `${r.leaderlessEnd} / ${r.leaderlessMax} / ${fixed(r.leaderlessMean)}`
     ],
-    ["seconds of the window with one", (r) => r.leaderlessAt.length === 0 ? "-" : r.leaderlessAt.join(", ")]
+    ["seconds of the window with one", (r) => r.leaderlessAt.length === 0 ? "-" : r.leaderlessAt.join(", ")],
+    ["time until every election has a leader (s)", (r) => fixed(r.allLedAfter, 1)]
   ]
   const width = Math.max(...rows.map(([label]) => label.length))
   console.log(`\n${store}: ${elections} elections x ${participants}, ${args.timing} timing, pool ${poolSize}`)

@@ -326,8 +326,8 @@ describe("Elector robustness", () => {
       const name = election()
       // A rival holds the lease, so the follower only polls.
       yield* db.acquire(name, "rival", Duration.hours(1), null)
-      let failing = true
-      const polls: Array<number> = []
+      let failing = false
+      let polls: Array<number> = []
       const store: Store.StoreShape = {
         ...db,
         inspect: (name) =>
@@ -347,6 +347,11 @@ describe("Elector robustness", () => {
         leaseDuration: "15 seconds",
         renewInterval: "5 seconds"
       })
+      // One answer first: a participant that has had none does not back off.
+      yield* seconds(1)
+      expect(polls.length).toBeGreaterThan(0)
+      failing = true
+      polls = []
       yield* seconds(60)
       const gaps = polls.slice(1).map((at, i) => at - polls[i]!)
       // Jittered over [period/2, period): a 2 s period, then 4 s from there on.
@@ -363,6 +368,33 @@ describe("Elector robustness", () => {
       yield* seconds(10)
       // Back at the plain period, [0.5, 1) s.
       expect(polls.length - answered).toBeGreaterThanOrEqual(10)
+    }))
+
+  it.scoped("a participant whose polls fail before its first answer (shed in a start-up burst) keeps its period", () =>
+    Effect.gen(function*() {
+      const db = yield* world
+      const name = election()
+      let failing = true
+      const polls: Array<number> = []
+      const store: Store.StoreShape = {
+        ...db,
+        inspect: (name) =>
+          Effect.zipRight(
+            Effect.sync(() => polls.push(0)),
+            failing
+              ? Effect.fail(
+                new Store.StoreError({ operation: "inspect", retryable: true, reason: "shed", cause: undefined })
+              )
+              : db.inspect(name)
+          )
+      }
+      const { elector } = yield* join(store, { name, identity: "joiner", retryPeriod: "1 second" })
+      yield* seconds(20)
+      // At [0.5, 1) s a poll, never backed off: a grown period would give at most 10.
+      expect(polls.length).toBeGreaterThanOrEqual(20)
+      failing = false
+      yield* seconds(2)
+      expect(yield* elector.isLeader).toBe(true)
     }))
 
   it.scoped("a fatal error is logged at ERROR once, then at most once a minute, and its end once; a gauge follows it", () =>

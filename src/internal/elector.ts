@@ -628,6 +628,14 @@ class Participant implements Elector {
     return { step: next.claim ? "claim" : "poll", wait: next.wait }
   }
 
+  // Only a participant that has had an answer backs off: one whose first
+  // polls were shed in a start-up burst would otherwise fall behind those
+  // that got in first, and its election stay leaderless for up to
+  // maxBackoffFactor retry periods.
+  stepFailed(error: StoreError): void {
+    this.stepFailures = error.retryable && Option.isSome(this.state.observedAt) ? this.stepFailures + 1 : 0
+  }
+
   // Advertises this participant (when it is a candidate) and returns the
   // live candidates it prefers to itself; none when the call fails.
   rivals(): Effect.Effect<ReadonlyArray<Candidate>> {
@@ -841,7 +849,7 @@ class Participant implements Elector {
     const result = yield* this.attempt("acquire", this.store.acquire(name, identity, leaseDuration, config.payload))
     const replyAt = this.nanos()
     if (Either.isLeft(result)) {
-      this.stepFailures = result.left.retryable ? this.stepFailures + 1 : 0
+      this.stepFailed(result.left)
       yield* this.failed(result.left)
       return this.pause(yield* Random.next)
     }
@@ -877,7 +885,7 @@ class Participant implements Elector {
     const seen = yield* this.attempt("inspect", this.store.inspect(this.name))
     const replyAt = this.nanos()
     if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
-      this.stepFailures = seen.left.retryable ? this.stepFailures + 1 : 0
+      this.stepFailed(seen.left)
       yield* this.failed(seen.left)
       return this.pause(yield* Random.next)
     }
