@@ -58,7 +58,7 @@ describe("Loop", () => {
       const busy = yield* Effect.fork(call("renew", "busy"))
       yield* Effect.yieldNow()
       let after = false
-      const loop = yield* Effect.fork(Loop.run(clock, () => call("acquire", "queued"), () =>
+      const loop = yield* Effect.fork(Loop.run(clock, {}, () => call("acquire", "queued"), () =>
         Effect.sync(() => {
           after = true
         })))
@@ -78,7 +78,7 @@ describe("Loop", () => {
       for (
         const start of [
           Loop.fork(clock, (waits) => waits.until(far)),
-          Effect.fork(Loop.run(clock, (waits) => waits.until(far), () => Effect.void))
+          Effect.fork(Loop.run(clock, {}, (waits) => waits.until(far), () => Effect.void))
         ]
       ) {
         const loop = yield* start

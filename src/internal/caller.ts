@@ -7,10 +7,10 @@
  * an uninterruptible region with a handler for the interruption, whose
  * options are allocated, once V8 has seen a process start in a burst, in the
  * old generation, and from there hold the call's frames, closures and work
- * until the next full collection. At 1,000 elections x 3 on PostgreSQL that
- * was ~1.2 MB promoted a second, half of all promotion (see README, Memory).
- * A loop is stopped once in its life: whoever stops it does the
- * canceller's work for all its calls, once.
+ * until the next full collection: with thousands of loops, a large share of
+ * all promotion (see docs/performance.md). A loop is stopped once in its
+ * life: its release (loop.ts) does the canceller's work for all its calls,
+ * once.
  *
  * Only the fiber that runs as the caller uses it: a fiber forked inside is
  * not it, and its calls keep their cancellers.

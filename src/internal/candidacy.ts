@@ -4,7 +4,10 @@
  *
  * @internal
  */
-import type { Candidacy } from "../Store.js"
+import * as Effect from "effect/Effect"
+import type { ElectorConfig } from "../Elector.js"
+import { InvalidConfig } from "../ElectorError.js"
+import type { Candidacy, StoreShape } from "../Store.js"
 
 /** Where leadership goes during a rolling upgrade. */
 export type VersionPolicy = "newer" | "older"
@@ -54,4 +57,35 @@ export const outranks = (a: Candidacy, b: Candidacy, policy: VersionPolicy): boo
     : compareVersions(a.version, b.version)
   const preferred = policy === "newer" ? byVersion : -byVersion
   return preferred !== 0 ? preferred > 0 : a.priority > b.priority
+}
+
+/**
+ * What a candidate needs of the store, and where it stands.
+ *
+ * @internal
+ */
+export interface Standing {
+  readonly candidacy: Candidacy
+  readonly advertise: NonNullable<StoreShape["advertise"]>
+  readonly withdraw: NonNullable<StoreShape["withdraw"]>
+}
+
+/**
+ * The standing of a participant with `candidacy` (none without one), over
+ * `store`; refused when the store lacks the candidate operations.
+ *
+ * @internal
+ */
+export const standingOf = (
+  input: ElectorConfig,
+  candidacy: Candidacy | null,
+  store: StoreShape
+): Effect.Effect<Standing | undefined, InvalidConfig> => {
+  const { advertise, withdraw } = store
+  if (candidacy === null) return Effect.succeed(undefined)
+  if (advertise !== undefined && withdraw !== undefined) return Effect.succeed({ candidacy, advertise, withdraw })
+  return new InvalidConfig({
+    field: input.priority === undefined ? "version" : "priority",
+    reason: "needs a store with the candidate operations (advertise, withdraw)"
+  })
 }

@@ -56,8 +56,8 @@ const optional = (
 
 // Durations of one length, resolved for any number of electors, are one
 // object: a process may run thousands of electors with the same few lengths
-// (each config's own Durations, and those derived from them, ~1 KB an
-// elector). Bounded, so that many distinct lengths cannot grow it.
+// (each config's own Durations, and those derived from them, would be kept
+// per elector). Bounded, so that many distinct lengths cannot grow it.
 const lengths = new Map<bigint, Duration.Duration>()
 const sharedLengths = 256
 

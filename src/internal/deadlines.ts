@@ -204,8 +204,8 @@ export const fiberOf = (clock: Clock.Clock): Fiber.RuntimeFiber<void> | undefine
  * Spread by jitter, each such wait would wake the timer fiber on its own;
  * ended on the grain, the ones due within one grain share a wake-up. Each
  * wake-up of a fiber is Effect's async machinery and scheduling, promoted to
- * the old generation often enough to matter: at 1,000 elections x 3 on
- * PostgreSQL, ~900 wake-ups a second become at most 50 (see README, Memory).
+ * the old generation often enough to matter: thousands of loops' wake-ups a
+ * second become at most one per grain.
  *
  * @internal
  */
@@ -217,14 +217,13 @@ export const grain = 20_000_000n
  * Effect runs inside an uninterruptible region with a handler for the
  * interruption: its frames and closures stay on the fiber for the whole
  * wait. An elector waits seconds between steps, so they outlive the young
- * generation's collections and are promoted, only to die in the old one: at
- * 1,000 x 3 on PostgreSQL, ~1.2 of the 5.4 MB promoted a second, in a heap
- * that V8 lets grow to several times what is live.
+ * generation's collections and are promoted, only to die in the old one, in
+ * a heap that V8 lets grow to several times what is live.
  *
  * `until(at)` suspends the fiber until `clock` reaches `at` (nanoseconds),
  * with nothing on its stack but the wait. Interrupting the fiber ends the
- * wait at once, as it ends `clock.sleep`, but leaves its deadline set: whoever
- * stops the loop calls `cancel` once it has stopped (left, the deadline would
+ * wait at once, as it ends `clock.sleep`, but leaves its deadline set: the
+ * loop's release (loop.ts) calls `cancel` once it has stopped (left, the deadline would
  * keep the timer, and the process, alive until it falls), or the loop's next
  * wait takes it back. A loop is one fiber, waiting for one thing at a time.
  *

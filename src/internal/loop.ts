@@ -32,26 +32,33 @@ class Handle {
 }
 
 /**
- * Runs `body` as a loop on the running fiber; when it ends, however it ends,
- * the loop is released, then `after` runs (it is built then, not kept on the
- * fiber while the loop runs). The release and `after` are one finalizer,
- * the loop's only frame on the fiber.
+ * Runs `body` as a loop on the running fiber, with `clock` and the log
+ * `annotations` set on the fiber (see `Runtime.set`); when it ends, however
+ * it ends, the loop is released, then `after` runs (it is built then, not
+ * kept on the fiber while the loop runs) and the fiber's settings are put
+ * back. All of that is one finalizer, the loop's only frame on the fiber.
+ * Run it uninterruptibly, `body` interruptible within.
  *
  * @internal
  */
 export const run = <A, E, R>(
   clock: Clock.Clock,
+  annotations: Readonly<Record<string, string>>,
   body: (waits: Deadlines.Waits) => Effect.Effect<A, E, R>,
   after: () => Effect.Effect<void>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime<A, E, R>((fiber) => {
     const handle = new Handle(clock, fiber)
-    return Effect.ensuring(
-      Caller.run(handle.caller, body(handle.waits)),
-      Effect.suspend(() => {
-        handle.release()
-        return after()
-      })
+    const settings = Runtime.settingsOf(fiber)
+    return Effect.zipRight(
+      Runtime.set(Runtime.within(settings, clock, annotations)),
+      Effect.ensuring(
+        Caller.run(handle.caller, body(handle.waits)),
+        Effect.suspend(() => {
+          handle.release()
+          return Effect.zipRight(after(), Runtime.set(settings))
+        })
+      )
     )
   })
 

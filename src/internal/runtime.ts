@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
-import type * as HashMap from "effect/HashMap"
+import * as HashMap from "effect/HashMap"
 import type * as Runtime from "effect/Runtime"
 import type * as Scheduler from "effect/Scheduler"
 import type * as Tracer from "effect/Tracer"
@@ -112,3 +112,25 @@ export const set = (settings: Settings): Effect.Effect<void> =>
     FiberRef.set(DefaultServices.currentServices, settings.services),
     FiberRef.set(FiberRef.currentLogAnnotations, settings.annotations)
   )
+
+/**
+ * `settings` with `clock` and the log `annotations` added. The fiber's own
+ * services are kept when they hold `clock` already (as an elector's do
+ * unless its clock was provided to `make` alone): a copy per loop would be
+ * a map of its own.
+ *
+ * @internal
+ */
+export const within = (
+  settings: Settings,
+  clock: Clock.Clock,
+  annotations: Readonly<Record<string, string>>
+): Settings => {
+  const { services } = settings
+  let annotated = settings.annotations
+  for (const key in annotations) annotated = HashMap.set(annotated, key, annotations[key])
+  return {
+    services: Context.get(services, Clock.Clock) === clock ? services : Context.add(services, Clock.Clock, clock),
+    annotations: annotated
+  }
+}

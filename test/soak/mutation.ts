@@ -29,14 +29,14 @@ interface Mutant {
 const mutants: ReadonlyArray<Mutant> = [
   {
     name: "isLeader without the deadline re-check",
-    file: "internal/elector.js",
+    file: "internal/published.js",
     from: "term !== undefined && now < term.deadline ? term : undefined",
     to: "term",
     scenario: "frozen leader"
   },
   {
     name: "watchdog disabled",
-    file: "internal/elector.js",
+    file: "internal/watchdog.js",
     // The alarm goes off and finds the deadline passed, but ends nothing.
     from: `Deferred.unsafeDone(stop, Exit.succeed("expired"))`,
     to: "undefined",
