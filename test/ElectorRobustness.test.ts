@@ -90,6 +90,31 @@ const interruptedAt = (at: Deferred.Deferred<number>) => () =>
     Effect.onInterrupt(() => Effect.flatMap(TestClock.currentTimeMillis, (now) => Deferred.succeed(at, now)))
   )
 
+/** `db` with an `inspect` that records when each poll came and, while `shed(true)`, fails as a shed poll does. */
+const shedding = (db: Store.StoreShape) => {
+  let failing = false
+  const polls: Array<number> = []
+  const store: Store.StoreShape = {
+    ...db,
+    inspect: (name) =>
+      Effect.zipRight(
+        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => polls.push(now))),
+        failing
+          ? Effect.fail(
+            new Store.StoreError({ operation: "inspect", retryable: true, reason: "shed", cause: undefined })
+          )
+          : db.inspect(name)
+      )
+  }
+  return {
+    polls,
+    store,
+    shed: (on: boolean) => {
+      failing = on
+    }
+  }
+}
+
 describe("Elector robustness", () => {
   it.scoped("a store whose cancellation outlasts the lease delays neither the step-down nor the shutdown", () =>
     Effect.gen(function*() {
@@ -326,20 +351,7 @@ describe("Elector robustness", () => {
       const name = election()
       // A rival holds the lease, so the follower only polls.
       yield* db.acquire(name, "rival", Duration.hours(1), null)
-      let failing = false
-      let polls: Array<number> = []
-      const store: Store.StoreShape = {
-        ...db,
-        inspect: (name) =>
-          Effect.zipRight(
-            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => polls.push(now))),
-            failing
-              ? Effect.fail(
-                new Store.StoreError({ operation: "inspect", retryable: true, reason: "shed", cause: undefined })
-              )
-              : db.inspect(name)
-          )
-      }
+      const { polls, store, shed } = shedding(db)
       yield* join(store, {
         name,
         identity: "follower",
@@ -350,8 +362,8 @@ describe("Elector robustness", () => {
       // One answer first: a participant that has had none does not back off.
       yield* seconds(1)
       expect(polls.length).toBeGreaterThan(0)
-      failing = true
-      polls = []
+      shed(true)
+      polls.length = 0
       yield* seconds(60)
       const gaps = polls.slice(1).map((at, i) => at - polls[i]!)
       // Jittered over [period/2, period): a 2 s period, then 4 s from there on.
@@ -362,7 +374,7 @@ describe("Elector robustness", () => {
         expect(gap).toBeGreaterThanOrEqual(2000)
         expect(gap).toBeLessThan(4000)
       }
-      failing = false
+      shed(false)
       yield* seconds(8)
       const answered = polls.length
       yield* seconds(10)
@@ -374,25 +386,13 @@ describe("Elector robustness", () => {
     Effect.gen(function*() {
       const db = yield* world
       const name = election()
-      let failing = true
-      const polls: Array<number> = []
-      const store: Store.StoreShape = {
-        ...db,
-        inspect: (name) =>
-          Effect.zipRight(
-            Effect.sync(() => polls.push(0)),
-            failing
-              ? Effect.fail(
-                new Store.StoreError({ operation: "inspect", retryable: true, reason: "shed", cause: undefined })
-              )
-              : db.inspect(name)
-          )
-      }
+      const { polls, shed, store } = shedding(db)
+      shed(true)
       const { elector } = yield* join(store, { name, identity: "joiner", retryPeriod: "1 second" })
       yield* seconds(20)
       // At [0.5, 1) s a poll, never backed off: a grown period would give at most 10.
       expect(polls.length).toBeGreaterThanOrEqual(20)
-      failing = false
+      shed(false)
       yield* seconds(2)
       expect(yield* elector.isLeader).toBe(true)
     }))
