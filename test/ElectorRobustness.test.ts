@@ -388,10 +388,13 @@ describe("Elector robustness", () => {
       const name = election()
       const { polls, shed, store } = shedding(db)
       shed(true)
-      const { elector } = yield* join(store, { name, identity: "joiner", retryPeriod: "1 second" })
+      // Not a multiple of the grain, so that a wait on it shows.
+      const { elector } = yield* join(store, { name, identity: "joiner", retryPeriod: "1010 millis" })
       yield* seconds(20)
       // At [0.5, 1) s a poll, never backed off: a grown period would give at most 10.
       expect(polls.length).toBeGreaterThanOrEqual(20)
+      // Each at its own instant, not on the grain routine steps share (Deadlines.grain).
+      expect(polls.slice(1).filter((at) => at % 20 !== 0).length).toBeGreaterThan(10)
       shed(false)
       yield* seconds(2)
       expect(yield* elector.isLeader).toBe(true)

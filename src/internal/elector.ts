@@ -134,8 +134,11 @@ class Participant extends Calling implements Elector {
         const next: Next = yield* (step === "claim" && !this.outranked ? this.claim() : this.poll())
         if (next.wait !== undefined) {
           const at = this.nanos() + Duration.unsafeToNanos(next.wait)
-          // A claim at a lease's expiry goes at that instant; a poll may go early.
-          yield* next.step === "claim" ? waits.until(at) : waits.by(at)
+          // A claim at a lease's expiry goes at that instant; a poll may go
+          // early, on the grain it shares with other loops' routine steps.
+          // Not before the first answer: joiners whose polls were shed in a
+          // start-up burst would come back in bursts again.
+          yield* next.step === "claim" || Option.isNone(this.state.observedAt) ? waits.until(at) : waits.by(at)
         }
         step = next.step
       }
