@@ -262,26 +262,25 @@ class Participant extends Calling implements Elector {
     return Effect.acquireUseRelease(
       this.startTerm(fence, deadline),
       ({ stop }) =>
-        Effect.gen(this, function*() {
-          const { clock, config } = this
-          const guard = Watchdog.arm(this, stop, yield* Runtime.scheduler)
-          const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
-          // Children of this fiber rather than daemons, so TestClock sees them.
-          const renewer = yield* Loop.fork(clock, (waits) => this.renewals(fence, first, stop, guard.moved, waits))
-          // No fiber at all for a participant that is no candidate.
-          const challenger = this.standing === undefined
-            ? undefined
-            : yield* Loop.fork(clock, (waits) => this.challenges(stop, waits))
-          return yield* Deferred.await(stop).pipe(
-            // Built when the term ends, not kept on the fiber while it lasts.
-            Effect.ensuring(Effect.suspend(() => {
-              guard.disarm()
-              return challenger === undefined
-                ? Fiber.interrupt(renewer)
-                : Effect.zipRight(Fiber.interrupt(challenger), Fiber.interrupt(renewer))
-            }))
-          )
-        }),
+        Watchdog.guarding(this, stop, (moved) =>
+          Effect.gen(this, function*() {
+            const { clock, config } = this
+            const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
+            // Children of this fiber rather than daemons, so TestClock sees them.
+            const renewer = yield* Loop.fork(clock, (waits) => this.renewals(fence, first, stop, moved, waits))
+            // No fiber at all for a participant that is no candidate.
+            const challenger = this.standing === undefined
+              ? undefined
+              : yield* Loop.fork(clock, (waits) => this.challenges(stop, waits))
+            return yield* Deferred.await(stop).pipe(
+              // Built when the term ends, not kept on the fiber while it lasts.
+              Effect.ensuring(Effect.suspend(() =>
+                challenger === undefined
+                  ? Fiber.interrupt(renewer)
+                  : Effect.zipRight(Fiber.interrupt(challenger), Fiber.interrupt(renewer))
+              ))
+            )
+          })),
       (term, exit) => this.endTerm(term, exit)
     )
   }

@@ -1,17 +1,18 @@
 /**
- * A term's watchdog (see {@link arm}).
+ * A term's watchdog (see {@link guarding}).
  *
  * @internal
  */
 import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scheduler from "effect/Scheduler"
 import * as Deadlines from "./deadlines.js"
 import type { Published, StepDown } from "./published.js"
+import * as Runtime from "./runtime.js"
 
-/** @internal */
-export interface Watchdog {
+interface Watchdog {
   /** A renewal moved the deadline to `deadline`. */
   readonly moved: (deadline: bigint) => void
   readonly disarm: () => void
@@ -24,7 +25,7 @@ export interface Watchdog {
 // moved the deadline later since, and then the next alarm is set for the
 // deadline in force. A renewal that moves the deadline later leaves the
 // alarm be; only an earlier one moves it.
-export const arm = (self: Published, stop: Deferred.Deferred<StepDown>, scheduler: Scheduler.Scheduler): Watchdog => {
+const arm = (self: Published, stop: Deferred.Deferred<StepDown>, scheduler: Scheduler.Scheduler): Watchdog => {
   let disarm = (): void => {}
   let alarmAt = 0n
   const check = (): void => {
@@ -46,3 +47,20 @@ export const arm = (self: Published, stop: Deferred.Deferred<StepDown>, schedule
     disarm: () => disarm()
   }
 }
+
+/**
+ * Runs `use` with the watchdog of the term of `self` armed, and disarms it
+ * when `use` ends, however it ends; `use` tells it of every deadline a
+ * renewal moves.
+ *
+ * @internal
+ */
+export const guarding = <A, E, R>(
+  self: Published,
+  stop: Deferred.Deferred<StepDown>,
+  use: (moved: (deadline: bigint) => void) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Runtime.scheduler, (scheduler) => {
+    const guard = arm(self, stop, scheduler)
+    return Effect.ensuring(use(guard.moved), Effect.sync(guard.disarm))
+  })
