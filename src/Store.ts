@@ -4,8 +4,11 @@
  * A store keeps one row per election. Every method derives all of its
  * timestamps, including the returned `Lease.now`, from the database server
  * within one statement, and none relies on session state (advisory locks,
- * LISTEN/NOTIFY, SET, temporary tables, named prepared statements), so every
- * store works unchanged behind a transaction-pooling proxy such as PgBouncer.
+ * LISTEN, SET, temporary tables, named prepared statements), so every store
+ * works unchanged behind a transaction-pooling proxy such as PgBouncer. (A
+ * statement may send a `pg_notify` hint: it is delivered when the statement
+ * commits and leaves nothing on the connection. Listening for hints takes a
+ * direct connection of its own, see {@link WakeUps}.)
  *
  * @since 0.1.0
  */
@@ -14,6 +17,7 @@ import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import type * as Scope from "effect/Scope"
 import * as limits from "./internal/limits.js"
 import type { Lease } from "./Lease.js"
 
@@ -274,6 +278,35 @@ export interface StoreShape {
    * @since 0.2.0
    */
   readonly answersWithin?: Duration.Duration | undefined
+  /**
+   * Optional: wake-up hints. A store that has them tells the electors of
+   * this process when a lease of an election may have just been given up
+   * (the MemoryStore on every release; the PostgreSQL store with `listen`
+   * set, from the `pg_notify` its release statements send), so that a
+   * follower claims at once instead of at its next poll. A store without
+   * them (MySQL/MariaDB, most stores of your own) is polled as usual.
+   *
+   * @since 0.2.0
+   */
+  readonly wakeUps?: WakeUps | undefined
+}
+
+/**
+ * Wake-up hints for the followers of one election (see
+ * {@link StoreShape.wakeUps}). A hint is never a fact: it only moves a
+ * follower's next step earlier, and the claim is the store's usual
+ * `acquire`, decided by the database. A lost, late, repeated or forged hint
+ * costs at most one store call, never safety: polling goes on underneath.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface WakeUps {
+  /**
+   * Calls `wake` on each hint for election `name` until the scope closes.
+   * `wake` must return at once; it may be called from outside any fiber.
+   */
+  readonly subscribe: (name: string, wake: () => void) => Effect.Effect<void, never, Scope.Scope>
 }
 
 /**

@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as limits from "../internal/limits.js"
 import { stackless } from "../internal/stackless.js"
+import * as WakeUps from "../internal/wakeUps.js"
 import type { Lease } from "../Lease.js"
 import {
   type Candidacy,
@@ -123,7 +124,10 @@ const toLease = (name: string, row: Row, now: number): Lease => ({
 
 /**
  * Builds an in-memory store. Every operation is atomic and linearizable: it
- * reads the database clock and applies its change under one lock.
+ * reads the database clock and applies its change under one lock. A release
+ * that gives a lease up wakes the election's followers in the process
+ * (`wakeUps`), as the PostgreSQL store's listener does: a clean handover
+ * takes one claim, not a poll's wait.
  *
  * @since 0.1.0
  * @category constructors
@@ -156,10 +160,12 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
     // Per election, per identity.
     const candidates = new Map<string, Map<string, Advertisement>>()
     const lock = yield* Effect.makeSemaphore(1)
+    const wakeUps = WakeUps.make()
     const atomically = <A, E>(f: (now: number) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
       lock.withPermits(1)(Effect.flatMap(clock.now, (now) => f(now.getTime())))
 
     return limits.enforce({
+      wakeUps: { subscribe: wakeUps.subscribe },
       acquire: (name, identity, ttl, payload) =>
         atomically((now) =>
           Effect.sync(() => {
@@ -201,6 +207,8 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
             const row = rows.get(name)
             if (row !== undefined && row.holder === identity && row.fence === fence && row.expiresAt > now) {
               rows.set(name, { ...row, renewedAt: now, expiresAt: now })
+              // Woken followers resume after this call: their claims see the release.
+              wakeUps.wake(name)
             }
           })
         ),
