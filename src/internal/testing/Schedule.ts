@@ -49,6 +49,16 @@ export type Event =
   | { readonly _tag: "Freeze"; readonly slot: Target; readonly millis: number }
   /** The participant resigns (and holds off for its resignHoldOff, the default: leaseDuration). */
   | { readonly _tag: "Resign"; readonly slot: Target }
+  /** The wake-up hints to one participant are lost, duplicated, or delayed (which reorders them); Heal ends it. */
+  | { readonly _tag: "Hints"; readonly slot: Target; readonly hints: HintFault }
+  /** Anyone may send a hint: every participant gets one now, whatever the lease. */
+  | { readonly _tag: "Forge" }
+
+/** What becomes of the wake-up hints to a participant (see `Store.WakeUps`). */
+export type HintFault =
+  | { readonly _tag: "Lost" }
+  | { readonly _tag: "Duplicated" }
+  | { readonly _tag: "Delayed"; readonly millis: number }
 
 export interface Timed {
   readonly at: number
@@ -133,6 +143,13 @@ const opFault = (config: SimConfig): fc.Arbitrary<OpFault> => {
   )
 }
 
+const hintFault = (config: SimConfig): fc.Arbitrary<HintFault> =>
+  fc.oneof(
+    fc.constant<HintFault>({ _tag: "Lost" }),
+    fc.constant<HintFault>({ _tag: "Duplicated" }),
+    fc.integer({ min: 1, max: config.leaseDuration }).map((millis): HintFault => ({ _tag: "Delayed", millis }))
+  )
+
 const faults = (config: SimConfig): fc.Arbitrary<Faults> => {
   const one = fc.oneof(
     { weight: 3, arbitrary: opFault(config).map((f) => [f]) },
@@ -172,7 +189,9 @@ const event = (config: SimConfig, slots: number, options: ScheduleOptions): fc.A
     {
       weight: options.candidates === true ? 2 : 0,
       arbitrary: fc.record({ _tag: fc.constant("Resign" as const), slot })
-    }
+    },
+    { weight: 2, arbitrary: fc.record({ _tag: fc.constant("Hints" as const), slot, hints: hintFault(config) }) },
+    { weight: 2, arbitrary: fc.constant({ _tag: "Forge" as const }) }
   )
 }
 
@@ -270,7 +289,16 @@ const EventSchema = Schema.Union(
   Schema.TaggedStruct("Restart", { slot: TargetSchema }),
   Schema.TaggedStruct("StepBack", { millis: Millis }),
   Schema.TaggedStruct("Freeze", { slot: TargetSchema, millis: Millis }),
-  Schema.TaggedStruct("Resign", { slot: TargetSchema })
+  Schema.TaggedStruct("Resign", { slot: TargetSchema }),
+  Schema.TaggedStruct("Hints", {
+    slot: TargetSchema,
+    hints: Schema.Union(
+      Schema.TaggedStruct("Lost", {}),
+      Schema.TaggedStruct("Duplicated", {}),
+      Schema.TaggedStruct("Delayed", { millis: Millis })
+    )
+  }),
+  Schema.TaggedStruct("Forge", {})
 )
 const RateSchema = Schema.transform(
   Schema.Number,

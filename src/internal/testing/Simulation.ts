@@ -66,7 +66,7 @@ import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
 import * as Faulty from "./FaultyStore.js"
 import { type Belief, Oracle, type Violation } from "./Oracle.js"
-import type { Faults, Ops, Schedule, Target, Timed } from "./Schedule.js"
+import type { Faults, HintFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops } from "./Schedule.js"
 import { Gate, type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
 
@@ -90,6 +90,7 @@ interface Slot {
   readonly index: number
   readonly rate: Rate
   faults: Faults | undefined
+  hints: HintFault | undefined
   incarnations: number
   current: Incarnation | undefined
 }
@@ -158,15 +159,36 @@ export interface RunOptions {
   readonly workload?: ((timeline: Timeline) => Workload) | undefined
 }
 
-/** A FaultyStore whose faults take turns, call by call. */
+/** A FaultyStore whose faults take turns, call by call; and the wake-up hints that reach its participant. */
 interface Path {
   readonly store: Store.StoreShape
   readonly set: (faults: Faults | undefined) => void
+  readonly setHints: (fault: HintFault | undefined) => void
+  /** A hint nobody's release sent, delivered as the others are. */
+  readonly forge: () => void
 }
 
 const path = (inner: Store.StoreShape): Path => {
   const faulty = Faulty.make(inner)
   let current: Faults | undefined
+  let hintFault: HintFault | undefined
+  // The participant's hint callbacks, each delivering through hintFault;
+  // a delayed hint waits on its subscriber's clock and scheduler.
+  const hinted = new Set<() => void>()
+  const deliver = (runtime: Runtime.Runtime<never>, wake: () => void): void => {
+    switch (hintFault?._tag) {
+      case undefined:
+        return wake()
+      case "Lost":
+        return
+      case "Duplicated":
+        wake()
+        return wake()
+      case "Delayed":
+        Runtime.runFork(runtime)(Effect.delay(Effect.sync(wake), Duration.millis(hintFault.millis)))
+    }
+  }
+  const innerWakeUps = inner.wakeUps
   const turn = { acquire: 0, renew: 0, release: 0, inspect: 0 }
   const { advertise, withdraw } = faulty
   const next = (op: Ops): void => {
@@ -185,7 +207,24 @@ const path = (inner: Store.StoreShape): Path => {
       current = faults
       for (const op of ops) turn[op] = 0
     },
+    setHints: (fault) => {
+      hintFault = fault
+    },
+    forge: () => {
+      for (const wake of [...hinted]) wake()
+    },
     store: {
+      wakeUps: innerWakeUps === undefined ? undefined : {
+        subscribe: (name, wake) =>
+          Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+            const through = () => deliver(runtime, wake)
+            return Effect.zipRight(
+              Effect.acquireRelease(Effect.sync(() => hinted.add(through)), () =>
+                Effect.sync(() => hinted.delete(through))),
+              innerWakeUps.subscribe(name, through)
+            )
+          })
+      },
       acquire: (...args) => via("acquire", () => faulty.acquire(...args)),
       renew: (...args) => via("renew", () => faulty.renew(...args)),
       release: (...args) => via("release", () => faulty.release(...args)),
@@ -307,6 +346,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
       index,
       rate: r,
       faults: undefined,
+      hints: undefined,
       incarnations: 0,
       current: undefined
     }))
@@ -345,6 +385,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
         const identity = `p${slot.index}.${slot.incarnations++}`
         const via = path(storeWide.store)
         via.set(slot.faults)
+        via.setHints(slot.hints)
         const clock = driver.clock(slot.rate, Duration.hours(slot.index * 7))
         const gate = new Gate(driver.scheduler)
         const elector = yield* driver.exec(
@@ -399,7 +440,19 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
             if (slot === undefined) return
             slot.faults = event._tag === "Partition" ? event.faults : undefined
             slot.current?.path.set(slot.faults)
+            if (event._tag === "Heal") slot.hints = undefined
+            slot.current?.path.setHints(slot.hints)
           })
+        case "Hints":
+          return Effect.map(target(event.slot), (slot) => {
+            if (slot === undefined) return
+            slot.hints = event.hints
+            slot.current?.path.setHints(slot.hints)
+          })
+        case "Forge":
+          return driver.exec(Effect.sync(() => {
+            for (const slot of slots) slot.current?.path.forge()
+          }))
         case "StoreFault":
           return Effect.sync(() => storeWide.set(event.faults))
         case "StoreHeal":
@@ -462,8 +515,10 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
       thawAll()
       return Effect.forEach(slots, (slot) => {
         slot.faults = undefined
+        slot.hints = undefined
         if (slot.current === undefined) return start(slot)
         slot.current.path.set(undefined)
+        slot.current.path.setHints(undefined)
         return Effect.void
       }, { discard: true })
     })
