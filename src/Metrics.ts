@@ -265,3 +265,24 @@ export const jobSlots = Metric.counter("leaderelection_job_slots_total", {
   description: "Scheduled job slots, by job and outcome (completed, failed, interrupted, skipped, missed)",
   incremental: true
 })
+
+/**
+ * Losses of a PostgreSQL store's listening connection for wake-up hints
+ * (`listen`): each failure to connect or to keep listening. Followers poll
+ * meanwhile, so a handover takes a poll's wait instead of one round trip;
+ * the elections themselves go on.
+ *
+ * @since 0.2.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const losses = Metric.value(Metrics.hintListenerLosses)
+ * ```
+ */
+export const hintListenerLosses = Metric.counter("leaderelection_hint_listener_losses_total", {
+  description: "Losses of a PostgreSQL store's listening connection for wake-up hints",
+  incremental: true
+})

@@ -27,6 +27,7 @@
  */
 import * as SqlStore from "./internal/sqlStore.js"
 import { dialect, type OwnedOptions } from "./pg/dialect.js"
+import * as Hints from "./pg/hints.js"
 
 /** @since 0.1.0 */
 export { MissingDriverError } from "../internal/driver.js"
@@ -39,6 +40,22 @@ export * from "./pg/config.js"
 
 /** @since 0.1.0 */
 export * from "./SqlStoreError.js"
+
+/**
+ * The channel of the wake-up hints of a store's table (its `table` field):
+ * its releases `pg_notify` it, and a store with `listen` set runs `LISTEN` on
+ * it. Derived from the table alone, so every store of one table agrees.
+ *
+ * @since 0.2.0
+ * @category constants
+ * @example
+ * ```ts
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * console.log(PgStore.hintChannel('"leader_election"')) // leaderelection_ and 32 hex digits
+ * ```
+ */
+export const hintChannel: (table: string) => string = Hints.channelOf
 
 /** @since 0.1.0 */
 export { defaultTable } from "./internal/sqlStore.js"

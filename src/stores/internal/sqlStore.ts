@@ -32,7 +32,15 @@ import type * as Scope from "effect/Scope"
 import { InvalidConfig } from "../../ElectorError.js"
 import * as limits from "../../internal/limits.js"
 import type { Lease } from "../../Lease.js"
-import { type Candidate, type Operation, type SlotStore, Store, type StoreError, type StoreShape } from "../../Store.js"
+import {
+  type Candidate,
+  type Operation,
+  type SlotStore,
+  Store,
+  type StoreError,
+  type StoreShape,
+  type WakeUps
+} from "../../Store.js"
 import * as Admission from "./admission.js"
 import * as Gate from "./gate.js"
 import * as Rules from "./rules.js"
@@ -205,6 +213,16 @@ export interface Dialect<P, C, R, A, S, Client, O extends OwnedPoolOptions> {
   readonly openPool: (settings: S) => P
   /** Ends `pool`, calling `done` once every connection is closed. */
   readonly endPool: (pool: P, done: () => void) => void
+  /**
+   * Optional: the wake-up hints of a store that owns its pool, heard for the
+   * scope on a connection of their own, when its `options` ask for them.
+   */
+  readonly listen?: (
+    settings: S,
+    options: Partial<O>,
+    table: string,
+    timeout: Duration.Duration
+  ) => Effect.Effect<WakeUps | undefined, InvalidConfig, Scope.Scope>
 }
 
 /** A URL for the driver's eyes only: whatever the store reports comes from the parsed URL, never this string. */
@@ -343,7 +361,11 @@ export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
             Effect.timeoutOption(resolved.timeout)
           )
       )
-      return yield* build(pool, options, resolved)
+      const store = yield* build(pool, options, resolved)
+      const wakeUps = dialect.listen === undefined
+        ? undefined
+        : yield* dialect.listen(settings, options, store.table, resolved.timeout)
+      return wakeUps === undefined ? store : { ...store, wakeUps }
     })
 
   const makeFromUrl = (

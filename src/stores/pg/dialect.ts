@@ -25,9 +25,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { constVoid } from "effect/Function"
+import * as Redacted from "effect/Redacted"
 import type { Pool, PoolClient, PoolConfig, QueryResult } from "pg"
+import { InvalidConfig } from "../../ElectorError.js"
 import * as limits from "../../internal/limits.js"
 import { stackless } from "../../internal/stackless.js"
+import * as WakeUps from "../../internal/wakeUps.js"
 import type { Lease } from "../../Lease.js"
 import { type Candidate, LeaseLost, NoLease, type SlotRecord, type StoreError } from "../../Store.js"
 import * as Rules from "../internal/rules.js"
@@ -35,6 +38,7 @@ import * as SqlStore from "../internal/sqlStore.js"
 import { toStoreError } from "./classify.js"
 import { quoteIdentifier, validateIdentifier, validateUrl } from "./config.js"
 import { Pg } from "./driver.js"
+import * as Hints from "./hints.js"
 import * as Slots from "./slots.js"
 import { candidatesDdl, candidateStatements, ddl, lockTimeoutFor, statements } from "./sql.js"
 
@@ -56,6 +60,19 @@ export interface OwnedOptions extends SqlStore.OwnedPoolOptions {
   readonly idleTimeout?: Duration.DurationInput | undefined
   /** No connection is used for longer than this. Defaults to 5 minutes. */
   readonly maxLifetime?: Duration.DurationInput | undefined
+  /**
+   * Wake-up hints (see `Store.WakeUps`): on a release, this process's
+   * followers of the election claim at once instead of at their next poll,
+   * so a clean handover takes one round trip. It opens ONE more connection,
+   * for the store's life, that runs `LISTEN`: `true` when the store's own
+   * URL reaches PostgreSQL directly; `{ url }`, a direct URL, when it goes
+   * through a transaction pooler such as PgBouncer, which cannot keep a
+   * `LISTEN` (the releases' `pg_notify` goes through it). A hint decides
+   * nothing; a lost listening connection is logged, counted
+   * (`Metrics.hintListenerLosses`) and retried while followers poll.
+   * Defaults to off.
+   */
+  readonly listen?: boolean | { readonly url: string | Redacted.Redacted<string> } | undefined
 }
 
 const text = (row: Row, column: string): string => row[column] ?? ""
@@ -112,6 +129,7 @@ export const dialect: SqlStore.Dialect<
   toStoreError,
   operations: (run, tables, timeout) => {
     const sql = statements(tables.leases, lockTimeoutFor(timeout))
+    const release = Hints.notifying(sql.release, Hints.channelOf(tables.leases))
     const candidateSql = candidateStatements(tables.candidates)
     const request = (text: string, values: Array<Param>): Request => ({ text, values })
     const toLeaseOr = <E>(lost: () => E) => (result: QueryResult<Row>) =>
@@ -131,7 +149,7 @@ export const dialect: SqlStore.Dialect<
           toLeaseOr(held(name, identity, fence))
         ),
       release: (name, identity, fence) =>
-        run("release", request(sql.release, [name, identity, fence.toString()]), () => Effect.void),
+        run("release", request(release, [name, identity, fence.toString()]), () => Effect.void),
       // Stackless: an empty election answers every poll with it.
       inspect: (name) =>
         run("inspect", request(sql.inspect, [name]), toLeaseOr(() => stackless(() => new NoLease({ name })))),
@@ -237,5 +255,18 @@ export const dialect: SqlStore.Dialect<
       application_name: "effect-leaderelection"
     }))),
   openPool: (settings) => new Pg.Pool(settings).on("error", constVoid),
-  endPool: (pool, done) => void pool.end().then(done, done)
+  endPool: (pool, done) => void pool.end().then(done, done),
+  listen: (settings, { listen }, table, timeout) =>
+    Effect.gen(function*() {
+      if (listen === undefined || listen === false) return undefined
+      const direct: PoolConfig = listen === true ? settings : {
+        connectionString: yield* Either.mapLeft(
+          validateUrl(Redacted.isRedacted(listen.url) ? Redacted.value(listen.url) : listen.url),
+          ({ reason }) => new InvalidConfig({ field: "listen.url", reason })
+        )
+      }
+      const hints = WakeUps.make()
+      yield* Hints.listen(direct, Hints.channelOf(table), hints, timeout)
+      return { subscribe: hints.subscribe }
+    })
 }
