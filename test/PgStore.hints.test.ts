@@ -1,10 +1,11 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Metric } from "effect"
+import { Duration, Effect, Fiber, Metric } from "effect"
 import * as net from "node:net"
 import pg from "pg"
 import { inject } from "vitest"
+import * as Elector from "../src/Elector.js"
 import * as Metrics from "../src/Metrics.js"
-import type * as Store from "../src/Store.js"
+import * as Store from "../src/Store.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
 import { dropPgTables } from "./support/tables.js"
@@ -88,6 +89,29 @@ describe("PgStore wake-up hints", () => {
         yield* until(() => hints.count === 1)
       }),
     20_000
+  )
+
+  it.scopedLive(
+    "a follower woken by the hint leads one round trip after a clean shutdown",
+    () =>
+      Effect.gen(function*() {
+        const store = yield* PgStore.makeFromUrl(poolerUrl, {
+          table: table("hints_elect"),
+          ensureSchema: true,
+          listen: { url: directUrl }
+        })
+        const config = { name: "jobs", retryPeriod: "10 seconds", leaseDuration: "60 seconds" } as const
+        const a = yield* Elector.make({ ...config, identity: "a" }).pipe(Effect.provideService(Store.Store, store))
+        const b = yield* Elector.make({ ...config, identity: "b" }).pipe(Effect.provideService(Store.Store, store))
+        const runA = yield* Effect.fork(a.run)
+        yield* until(() => Effect.runSync(a.isLeader))
+        yield* Effect.fork(b.run)
+        yield* b.ready
+        yield* Fiber.interrupt(runA)
+        // Far sooner than b's next poll (10 s), which the test's timeout does not reach.
+        yield* until(() => Effect.runSync(b.isLeader))
+      }),
+    8_000
   )
 
   it.scopedLive(

@@ -242,6 +242,8 @@ export interface Waits {
   readonly by: (at: bigint) => Effect.Effect<void>
   /** Takes back the deadline of the wait in progress, if any. */
   readonly cancel: () => void
+  /** Ends the wait in progress now, as its deadline would; nothing when none is in progress. */
+  readonly wake: () => void
 }
 
 /**
@@ -281,6 +283,11 @@ export const waits = (clock: Clock.Clock, scheduler: Scheduler.Scheduler): Waits
       const early = at - ((at % grain) + grain) % grain
       return until(early > clock.unsafeCurrentTimeNanos() ? early : at)
     },
-    cancel: takeBack
+    cancel: takeBack,
+    wake: () => {
+      const waiting = resume
+      takeBack()
+      waiting?.(Effect.void)
+    }
   }
 }

@@ -38,6 +38,8 @@ type Step = "poll" | "claim"
 interface Next {
   readonly step: Step
   readonly wait: Duration.Duration | undefined
+  /** A wait no wake-up hint cuts short. */
+  readonly firm?: boolean
 }
 
 /** The next step is a poll, at once. */
@@ -65,6 +67,12 @@ class Participant extends Calling implements Elector {
   // timed out: the store is overloaded or unreachable), since the last
   // answer. A fatal error needs an operator, not fewer polls.
   stepFailures = 0
+  // Wake-up hints (see Store.WakeUps): whether one came since the current
+  // step started, and whether the follow loop is in a wait one may cut short.
+  hinted = false
+  wakeable = false
+  /** The follow loop's waits, while it runs. */
+  following: Deadlines.Waits | undefined = undefined
   /** The fiber running `run`, so that closing the elector's scope stops it. */
   runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined = undefined
 
@@ -114,6 +122,7 @@ class Participant extends Calling implements Elector {
             this.withdrawal(),
             Effect.sync(() => {
               this.runner = undefined
+              this.following = undefined
             })
           ))
       })
@@ -121,28 +130,50 @@ class Participant extends Calling implements Elector {
   }
 
   follow(waits: Deadlines.Waits): Effect.Effect<never> {
+    this.following = waits
     return Effect.gen(this, function*() {
       let step: Step = "poll"
       while (true) {
-        // Resigned: out of the election until the hold-off ends (a second resign extends it).
+        // Resigned: out of the election until the hold-off ends (a second
+        // resign extends it); no hint cuts the hold-off short.
         if (this.heldOffUntil > this.nanos()) {
           yield* this.withdrawal()
           while (this.heldOffUntil > this.nanos()) yield* waits.until(this.heldOffUntil)
         }
+        this.hinted = false
         // Claiming at a seen lease's expiry skips the look at the record:
         // not while a preferred candidate is alive, which may claim it.
         const next: Next = yield* (step === "claim" && !this.outranked ? this.claim() : this.poll())
-        if (next.wait !== undefined) {
+        step = next.step
+        const firm = next.firm === true
+        // A hint during the step: its answer may predate the release.
+        if (!firm && this.hinted) step = "claim"
+        else if (next.wait !== undefined) {
           const at = this.nanos() + Duration.unsafeToNanos(next.wait)
+          this.wakeable = !firm
           // A claim at a lease's expiry goes at that instant; a poll may go
           // early, on the grain it shares with other loops' routine steps.
           // Not before the first answer: joiners whose polls were shed in a
           // start-up burst would come back in bursts again.
           yield* next.step === "claim" || Option.isNone(this.state.observedAt) ? waits.until(at) : waits.by(at)
+          this.wakeable = false
+          if (!firm && this.hinted) step = "claim"
         }
-        step = next.step
       }
     })
+  }
+
+  // A hint that a lease of the election was given up (see Store.WakeUps):
+  // the follow loop claims now rather than after its wait. It decides
+  // nothing: the claim is the usual acquire, and a hint that was wrong costs
+  // that one call. A leader's hints are its own release's, or stale by the
+  // time it follows.
+  hint(): void {
+    if (this.active !== undefined) return
+    this.hinted = true
+    if (!this.wakeable) return
+    this.wakeable = false
+    this.following?.wake()
   }
 
   *poll() {
@@ -213,7 +244,8 @@ class Participant extends Calling implements Elector {
     if (deadline <= this.nanos()) return this.pause(yield* Random.next)
     const reason = yield* this.lead(lease.fence, sentAt, deadline)
     // The term's work failed: let a healthy participant take over.
-    return reason === "failed" ? { step: "poll" as const, wait: config.workFailureBackoff } : pollNow
+    // Firm: this participant's own release must not wake it to claim again.
+    return reason === "failed" ? { step: "poll" as const, wait: config.workFailureBackoff, firm: true } : pollNow
   }
 
   // Waits a jittered retryPeriod, then polls; but after a reply (received
@@ -445,5 +477,7 @@ export const make = (
       return Effect.as(Scope.addFinalizer(scope, release), { elector, initial })
     }))
     yield* initial
+    // For the elector's life: a hint wakes it only while it follows.
+    if (store.wakeUps !== undefined) yield* Scope.extend(store.wakeUps.subscribe(name, () => elector.hint()), scope)
     return elector
   })
