@@ -4,9 +4,10 @@
  *
  * - crash: the leader stops without releasing (disableRelease), so a
  *   successor must wait for the lease to expire in the database;
- * - clean: the leader shuts down and releases, so the next poll claims it;
+ * - clean: the leader shuts down and releases, so the next poll claims it
+ *   (with the listener: the release's wake-up hint, at once);
  * - resign: the leader resigns (and stays out for its hold-off), so the next
- *   poll of another participant claims it.
+ *   poll of another participant claims it (with the listener: at once).
  *
  * Failover is measured from the instant the leader is stopped to the
  * successor's onStartedLeading, on one monotonic clock. Each loss lands at a
@@ -21,7 +22,10 @@
  *   npm run bench:failover                    # 10 runs of each, throwaway PostgreSQL through fault proxies
  *   BENCH_DB=pg npm run bench:failover        # the shared PostgreSQL, direct
  *   BENCH_DB=mariadb npm run bench:failover   # the shared MariaDB, direct
- *   BENCH_RUNS=30 npm run bench:failover
+ *   BENCH_DB=pgbouncer npm run bench:failover # the shared PostgreSQL through a throwaway PgBouncer (transaction pooling)
+ *   BENCH_LISTEN=1 BENCH_DB=pg npm run bench:failover  # PostgreSQL with wake-up hints (`listen`; through
+ *                                             # PgBouncer, the listener takes the direct URL)
+ *   BENCH_MODES=clean,resign BENCH_RUNS=30 npm run bench:failover
  */
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import * as Lease from "../src/Lease.js"
@@ -30,10 +34,15 @@ import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { ensureSchema, type FleetOptions, pgStore, startFleet, timing } from "../test/chaos/fleet.js"
 import { sleep } from "../test/chaos/harness/process.js"
+import { startPgBouncer } from "../test/chaos/harness/ThrowawayPgBouncer.js"
 import { startTopology } from "../test/chaos/harness/Topology.js"
 
 const runs = Number(process.env["BENCH_RUNS"] ?? 10)
 const db = process.env["BENCH_DB"] ?? "throwaway"
+const listen = process.env["BENCH_LISTEN"] === "1"
+const modes = (process.env["BENCH_MODES"] ?? "crash,clean,resign").split(",") as ReadonlyArray<
+  "crash" | "clean" | "resign"
+>
 const participants = ["a", "b", "c"]
 // On the shared servers: a table of this benchmark's own.
 const table = "failover_bench"
@@ -61,13 +70,28 @@ const shared = (url: string, store: (url: string) => Layer.Layer<Store.Store, un
 
 const target = async (): Promise<Target> => {
   const options = { table, operationTimeout: timing.operationTimeout, maxConnections: 2 }
+  const pgUrl = process.env["LE_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+  const hints = listen ? ", wake-up hints (listener on the direct URL)" : ""
   switch (db) {
     case "pg":
       return shared(
-        process.env["LE_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test",
-        (url) => PgStore.layerFromUrl(url, { ...options, ensureSchema: true }),
-        "shared PostgreSQL, direct"
+        pgUrl,
+        (url) => PgStore.layerFromUrl(url, { ...options, ensureSchema: true, listen }),
+        `shared PostgreSQL, direct${hints}`
       )
+    case "pgbouncer": {
+      const upstream = new URL(pgUrl)
+      const bouncer = await startPgBouncer({ targetHost: upstream.hostname, targetPort: Number(upstream.port || 5432) })
+      return {
+        ...shared(
+          bouncer.url(upstream.pathname.slice(1) || "test"),
+          (url) =>
+            PgStore.layerFromUrl(url, { ...options, ensureSchema: true, listen: listen ? { url: pgUrl } : false }),
+          `shared PostgreSQL through a throwaway PgBouncer ${bouncer.version.join(".")} (transaction pooling)${hints}`
+        ),
+        destroy: () => bouncer.destroy()
+      }
+    }
     case "mariadb":
       return shared(
         process.env["LE_MYSQL_URL"] ?? "mysql://root@127.0.0.1:3306/test",
@@ -85,7 +109,7 @@ const target = async (): Promise<Target> => {
       }
     }
     default:
-      throw new Error(`BENCH_DB must be throwaway, pg or mariadb, got ${db}`)
+      throw new Error(`BENCH_DB must be throwaway, pg, pgbouncer or mariadb, got ${db}`)
   }
 }
 
@@ -128,7 +152,7 @@ const main = async (): Promise<void> => {
         `, safetyMargin 1s (default); ${runs} runs each; round trip (median store call) ${rtt.toFixed(1)}ms`
     )
     const fleetOptions: FleetOptions = { store: where.store }
-    for (const mode of ["crash", "clean", "resign"] as const) {
+    for (const mode of modes) {
       const samples: Array<number> = []
       // After a crash: how long after the lease expired the successor led.
       const late: Array<number> = []

@@ -26,6 +26,8 @@ export interface Backend {
   proxy(slot: string): Promise<FaultProxy>
   /** The URL a participant in `slot` uses. */
   url(slot: string): Promise<string>
+  /** PostgreSQL's own URL, past every proxy and PgBouncer (for a wake-up hints listener); none on MariaDB. */
+  readonly direct: string | undefined
   setAll(mode: ProxyMode): void
   /** SIGSTOP the database server. */
   pause(): void
@@ -110,6 +112,7 @@ export const startBackend = async (name: PathName, options: BackendOptions = {})
     kind: maria === undefined ? "pg" : "mysql",
     bouncer,
     proxy,
+    direct: pg?.url(),
     url: async (slot) => {
       const port = (await proxy(slot)).port
       return maria === undefined

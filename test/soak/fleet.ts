@@ -26,6 +26,8 @@ export interface FleetOptions {
   readonly url: (slot: string) => Promise<string>
   /** The built library (default dist/). */
   readonly dist?: string | undefined
+  /** A direct PostgreSQL URL: every process's store listens for wake-up hints on it. */
+  readonly listenUrl?: string | undefined
 }
 
 interface Member {
@@ -79,7 +81,8 @@ export class Fleet {
         SOAK_TABLE: this.options.table,
         SOAK_IDENTITY: id,
         SOAK_LOG: logFile,
-        ...(this.options.dist === undefined ? {} : { SOAK_DIST: this.options.dist })
+        ...(this.options.dist === undefined ? {} : { SOAK_DIST: this.options.dist }),
+        ...(this.options.listenUrl === undefined ? {} : { SOAK_LISTEN_URL: this.options.listenUrl })
       }
     })
     const member: Member = {

@@ -20,7 +20,8 @@
 //
 // Environment: SOAK_URL, SOAK_KIND (pg | mysql), SOAK_NAME (election),
 // SOAK_TABLE, SOAK_IDENTITY, SOAK_LOG, SOAK_DIST (a file: URL ending in /; default ../../dist/),
-// SOAK_STEP_MS (work step, default 10), SOAK_RES_MS (resource sample, default 2000).
+// SOAK_STEP_MS (work step, default 10), SOAK_RES_MS (resource sample, default 2000),
+// SOAK_LISTEN_URL (a direct PostgreSQL URL: the store listens for wake-up hints there).
 import * as fs from "node:fs"
 
 const env = (name, fallback) => {
@@ -119,7 +120,8 @@ const participate = Effect.gen(function*() {
   Effect.provide(Store.layerFromUrl(env("SOAK_URL"), {
     table: env("SOAK_TABLE"),
     operationTimeout: timing.operationTimeout,
-    maxConnections: 2
+    maxConnections: 2,
+    ...(process.env.SOAK_LISTEN_URL === undefined ? {} : { listen: { url: process.env.SOAK_LISTEN_URL } })
   })),
   Effect.scoped,
   // Building the store fails while its path is down: try again, as a

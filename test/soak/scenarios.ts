@@ -179,7 +179,9 @@ export const runScenario = async (shared: Backend, scenario: Scenario, options: 
     name,
     table,
     url: (slot) => backend.url(slot),
-    dist: options.dist
+    dist: options.dist,
+    // SOAK_LISTEN=1: wake-up hints, heard on a direct connection that no fault proxy breaks.
+    listenUrl: process.env["SOAK_LISTEN"] === "1" ? backend.direct : undefined
   })
   const began = nowUs()
   const ctx: Context = {
