@@ -4,6 +4,8 @@ import { execFile } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import { refuses, rule } from "../src/internal/testing/contract.js"
+import { caseError, caseTest, suiteCases } from "../src/internal/testing/suite.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { StoreSuite } from "../src/testing.js"
@@ -115,6 +117,65 @@ describe("StoreSuite speaks store", () => {
     const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], { env })
     expect(stdout).toContain("store contract: MemoryStore\n  ✓ inspect of a missing record fails with NoLease")
     expect(stdout.trim().split("\n").at(-1)).toBe("0 failed, 21 passed, 0 skipped")
+  })
+})
+
+describe("StoreSuite on other broken stores", () => {
+  const withStore = (f: (inner: Store.StoreShape) => Partial<Store.StoreShape>) =>
+    Layer.effect(Store.Store, Effect.map(MemoryStore.make(), (inner) => ({ ...inner, ...f(inner) })))
+
+  it.live("an inspect that errors: the call a case needed, the wrong error, the model's mismatch", () =>
+    Effect.gen(function*() {
+      const failing = () =>
+        Effect.fail(new Store.StoreError({ operation: "inspect", retryable: true, reason: "down", cause: undefined }))
+      const report = yield* StoreSuite.check("inspect fails", withStore(() => ({ inspect: failing })))
+      const message = (name: string) => report.failures.find((f) => f.name.startsWith(name))?.message
+      expect(message("inspect of a missing record")).toMatch(
+        /answered: failed with StoreError \{ operation: 'inspect', retryable: true, reason: 'down'.*\n {2}the contract requires: inspecting an election with no record: fail with NoLease$/
+      )
+      expect(message("a fresh acquire")).toMatch(
+        /^inspect\('storetest-fresh-.*the case needs this call to succeed here$/s
+      )
+      expect(message("operation-level model")).toContain("the contract requires: NoLease: nothing was acquired")
+    }))
+
+  it.live("a renewal that answers another payload breaks the model's renewal rule", () =>
+    Effect.gen(function*() {
+      const layer = withStore((inner) => ({
+        renew: (name, identity, fence, ttl) => inner.renew(name, identity, fence, ttl, new Uint8Array([7]))
+      }))
+      const report = yield* StoreSuite.check("renew keeps a payload", layer)
+      const model = report.failures.find((f) => f.name === "operation-level model of the contract")
+      expect(model?.message).toContain("the contract requires: the holder's renewal succeeds: holder 'w")
+    }))
+
+  it.live("a layer that does not build fails every case, saying so", () =>
+    Effect.gen(function*() {
+      const report = yield* StoreSuite.check("no database", Layer.fail("no database"), { modelRuns: 1 })
+      expect(report.failures).toHaveLength(21)
+      expect(report.failures[0]?.message).toBe("the store's layer or the case failed: 'no database'")
+    }))
+
+  it("rules say what they compared, for any value", () => {
+    expect(() => rule("a candidate", undefined as { a: number } | undefined).matches({ a: 1 })).toThrow(
+      "a candidate: { a: 1 } (got undefined)"
+    )
+    expect(() => rule("a time", new Date(5)).above(5)).toThrow("a time: more than 5 (got 1970-01-01T00:00:00.005Z)")
+  })
+
+  it.effect("refuses: a failure with another tag breaks the rule", () =>
+    Effect.gen(function*() {
+      const call: Effect.Effect<void, Store.NoLease | Store.LeaseLost> = Effect.fail(new Store.NoLease({ name: "x" }))
+      const exit = yield* Effect.exit(refuses(call, "LeaseLost", "renewing"))
+      expect(exit).toMatchObject({ _tag: "Failure" })
+      expect(String(exit)).toContain("renewing: fail with LeaseLost")
+    }))
+
+  it("a failed case reaches vitest as the case's message, without a stack", async () => {
+    expect(caseError("the rule").stack).toBe("StoreContractViolation: the rule")
+    const harness = { name: "no database", layer: Layer.fail("no database"), live: false, modelRuns: 1 }
+    const test = caseTest(harness, suiteCases(harness)[0]!)
+    await expect(test({ skip: () => undefined })).rejects.toThrow("the store's layer or the case failed: 'no database'")
   })
 })
 

@@ -369,9 +369,8 @@ export const check = async (options: CheckOptions = {}): Promise<void> => {
   })
   if (!details.failed) return
   // The violation and the (shrunk) schedule, then how to replay it.
-  const found = details.errorInstance instanceof Error
-    ? details.errorInstance.message
-    : fc.defaultReportMessage(details)
+  const error = details.errorInstance
+  const found = error instanceof Error ? error.message : String(error)
   throw new Error(
     `${found}\nfailed after ${details.numRuns} schedule(s), shrunk ${details.numShrinks} time(s); replay with ` +
       `Simulation.check({ ...options, seed: ${details.seed}, path: "${details.counterexamplePath}" })`

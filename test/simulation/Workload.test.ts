@@ -1,9 +1,10 @@
 // The simulation runs the job users deploy: code written for Elector.whileLeader, unchanged.
 import { expect, it } from "@effect/vitest"
-import { Effect, TestContext } from "effect"
+import { Cause, Effect, FiberId, TestContext } from "effect"
 import { describe } from "vitest"
 import { workload } from "../../examples/testing/job.js"
 import * as Elector from "../../src/Elector.js"
+import { Oracle } from "../../src/internal/testing/Oracle.js"
 import * as Leadership from "../../src/Leadership.js"
 import { FaultyStore, Simulation } from "../../src/testing.js"
 
@@ -77,6 +78,30 @@ describe("the simulation's workload", () => {
       Effect.runPromise(Effect.provide(Simulation.runOnTestClock(quiet, { seed: 2 }), TestContext.TestContext))
     const results = await Promise.all([onItsOwnClock(), onItsOwnClock()])
     expect(results.map((r) => r.violation)).toEqual([undefined, undefined])
+  })
+
+  it("an invariant that throws something else than an Error is reported by fast-check's words", async () => {
+    const throws = () => ({
+      invariant: () => {
+        throw "not an Error"
+      }
+    })
+    await expect(Simulation.check({ runs: 1, seed: 3, workload: throws })).rejects.toThrow(/not an Error/)
+  })
+
+  it("the oracle names a less preferred leader, and a crash", () => {
+    const oracle = new Oracle()
+    oracle.preferred(9_000, "p1.0", false, 4_000)
+    expect(oracle.violation).toEqual({
+      check: "not-preferred-after-faults",
+      at: 9_000,
+      message: "p1.0 leads 4000ms after the faults stopped, not the most preferred live participant"
+    })
+    const crashed = new Oracle()
+    crashed.crash("p0.0", 2n, 500, Cause.interrupt(FiberId.none))
+    expect(crashed.violation).toBeUndefined()
+    crashed.crash("p0.0", 2n, 1_000, Cause.fail("boom"))
+    expect(crashed.violation?.message).toBe("p0.0's work under fence 2 crashed: Error: boom")
   })
 
   it("refuses JSON that is not a schedule, saying where", () => {

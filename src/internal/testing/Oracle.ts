@@ -4,6 +4,7 @@
  * participant believes and what the database holds. The first violation is
  * kept, with the instant it was seen.
  */
+import { Cause } from "effect"
 import * as Lease from "../../Lease.js"
 
 export type Check =
@@ -126,9 +127,10 @@ export class Oracle {
     if (watchLiveness && this.ledAt === undefined && leaders.length > 0) this.ledAt = at
   }
 
-  /** The work of `identity`'s term under `fence` failed or died at `at`. */
-  crash(identity: string, fence: bigint, at: number, cause: string): void {
-    this.fail("work-crashed", at, `${identity}'s work under fence ${fence} crashed: ${cause}`)
+  /** The work of `identity`'s term under `fence` failed or died at `at` (an interruption alone is no crash). */
+  crash(identity: string, fence: bigint, at: number, cause: Cause.Cause<unknown>): void {
+    if (Cause.isInterruptedOnly(cause)) return
+    this.fail("work-crashed", at, `${identity}'s work under fence ${fence} crashed: ${Cause.pretty(cause)}`)
   }
 
   /** Records what the user's invariant found at `at`, if anything. */

@@ -43,7 +43,6 @@
  * and acquired it. The bound adds one sampling step and 10ms of rounding.
  */
 import {
-  Cause,
   type Clock,
   Duration,
   Effect,
@@ -371,10 +370,10 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
             ? Effect.never
             : Effect.zipRight(Effect.isEffect(userWork) ? userWork : userWork(term), Effect.never)
           return Effect.tapErrorCause(work, (cause) =>
-            Cause.isInterruptedOnly(cause)
-              ? Effect.void
-              : Effect.sync(() => oracle.crash(identity, fence, driver.millis(), Cause.pretty(cause))))
-        }).pipe(Effect.ensuring(Effect.sync(() => oracle.onStop(identity, fence, driver.millis())))))).pipe(
+            Effect.sync(() => oracle.crash(identity, fence, driver.millis(), cause)))
+        }).pipe(Effect.ensuring(Effect.sync(() =>
+          oracle.onStop(identity, fence, driver.millis())
+        ))))).pipe(
           Effect.provideService(Elector.Elector, elector),
           Effect.withClock(clock),
           Effect.ignore

@@ -124,7 +124,12 @@ export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) 
           }
           const now = rows.get(c.name)!
           if (!agrees(lease, now)) {
-            yield* mismatch(commands, i, lease, `an acquire answers the election's lease: ${expected(now, step)}`)
+            return yield* mismatch(
+              commands,
+              i,
+              lease,
+              `an acquire answers the election's lease: ${expected(now, step)}`
+            )
           }
           break
         }
@@ -137,7 +142,7 @@ export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) 
             rows.set(c.name, { ...row!, payload: null, expiresAt: expiry(c.short) })
             const now = rows.get(c.name)!
             if (!(Either.isRight(result) && agrees(result.right, now))) {
-              yield* mismatch(
+              return yield* mismatch(
                 commands,
                 i,
                 Either.merge(result),
@@ -145,7 +150,7 @@ export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) 
               )
             }
           } else if (!(Either.isLeft(result) && result.left._tag === "LeaseLost")) {
-            yield* mismatch(
+            return yield* mismatch(
               commands,
               i,
               Either.merge(result),
@@ -172,7 +177,7 @@ export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) 
               ? !(Either.isLeft(result) && result.left._tag === "NoLease")
               : !(Either.isRight(result) && agrees(result.right, row))
           ) {
-            yield* mismatch(
+            return yield* mismatch(
               commands,
               i,
               Either.merge(result),

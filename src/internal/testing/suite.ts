@@ -791,6 +791,25 @@ export const runCase = (harness: StoreHarness, c: Case): Effect.Effect<CaseResul
 }
 
 /**
+ * The failure a test runner shows: the case's own message, without a stack
+ * into the toolkit's compiled files (the message names the store call).
+ */
+export const caseError = (message: string): Error => {
+  const error = new Error(message)
+  error.name = "StoreContractViolation"
+  error.stack = `${error.name}: ${message}`
+  return error
+}
+
+/** `c` as the body of a vitest test: skipped through the test's context, failed by throwing {@link caseError}. */
+export const caseTest =
+  (harness: StoreHarness, c: Case) => async (context: { readonly skip: (note: string) => void }): Promise<void> => {
+    const result = await Effect.runPromise(runCase(harness, c))
+    if (result.status === "skipped") context.skip(result.reason)
+    if (result.status === "failed") throw caseError(result.message)
+  }
+
+/**
  * Runs every case (and the model) in turn and returns how each ended.
  */
 export const checkStore = (harness: StoreHarness): Effect.Effect<ReadonlyArray<CaseResult>> =>
