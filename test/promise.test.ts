@@ -673,8 +673,9 @@ describe("createElector (Promise wrapper)", () => {
       ]))
       expect(a.metrics()).toContain(`# TYPE app_jobs_total counter\napp_jobs_total{election="${name}"} 1\n`)
       expect(a.metrics()).not.toContain("app_outcomes")
-      await a.stop()
+      // The follower first: a's release would wake it to lead (MemoryStore's hint), and step down again.
       await b.stop()
+      await a.stop()
       await c.stop()
       expect(a.metrics()).toContain(`leaderelection_step_downs_total{election="${name}",reason="shutdown"} 1\n`)
       expect(a.metrics()).toContain(`leaderelection_info{election="${name}",identity="a"} 0\n`)
