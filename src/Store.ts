@@ -135,7 +135,12 @@ export class StoreError extends Data.TaggedError("StoreError")<{
  * ```ts
  * import { Store } from "effect-leaderelection"
  *
- * const error: unknown = new Store.StoreError({ operation: "inspect", retryable: true, reason: "timed out", cause: undefined })
+ * const error: unknown = new Store.StoreError({
+ *   operation: "inspect",
+ *   retryable: true,
+ *   reason: "timed out",
+ *   cause: undefined
+ * })
  * if (Store.isRetryable(error)) console.log("will retry") // a timeout or a dropped connection fixes itself
  * ```
  */
@@ -150,7 +155,12 @@ export const isRetryable = (u: unknown): u is StoreError => isStoreError(u) && u
  * ```ts
  * import { Store } from "effect-leaderelection"
  *
- * const error: unknown = new Store.StoreError({ operation: "acquire", retryable: false, reason: "no privilege", cause: undefined })
+ * const error: unknown = new Store.StoreError({
+ *   operation: "acquire",
+ *   retryable: false,
+ *   reason: "no privilege",
+ *   cause: undefined
+ * })
  * if (Store.isFatal(error)) console.error("page someone") // a missing table or privilege needs an operator
  * ```
  */

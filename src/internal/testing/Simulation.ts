@@ -48,7 +48,6 @@ import {
   Effect,
   Exit,
   Fiber,
-  FiberRef,
   Logger,
   LogLevel,
   Option,
@@ -63,6 +62,7 @@ import type * as Job from "../../Job.js"
 import * as Leadership from "../../Leadership.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
+import { scheduler as runningScheduler } from "../runtime.js"
 import * as Faulty from "./FaultyStore.js"
 import { type Belief, Oracle, type Violation } from "./Oracle.js"
 import type { Faults, HintFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
@@ -311,7 +311,7 @@ export const virtualDriver = (): Driver => {
 export const testClockDriver: Effect.Effect<Driver> = Effect.gen(function*() {
   const testClock = yield* TestClock.testClock()
   const runtime = yield* Effect.runtime<never>()
-  const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+  const scheduler = yield* runningScheduler
   const origin = testClock.unsafeCurrentTimeMillis()
   const millis = () => testClock.unsafeCurrentTimeMillis() - origin
   const timeline = { millis, sleepMillis: (ms: number) => testClock.sleep(Duration.millis(Math.max(1, Math.ceil(ms)))) }

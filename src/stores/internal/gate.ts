@@ -53,7 +53,7 @@ export interface Driver<C, R, A> {
   readonly run: (connection: C, request: R, callback: (error: Error | undefined, result: A) => void) => void
   /**
    * Puts `connection` back in the pool after its request ended with `error`
-   * (`undefined`: it succeeded), or destroys it when that error leaves it
+   * (`undefined` if it worked), or destroys it when that error leaves it
    * unusable. An error of the gate's own means the request never answered.
    */
   readonly release: (connection: C, error: Error | undefined) => void

@@ -90,7 +90,10 @@ export interface Options {
   readonly table?: string | undefined
   /** The table of scheduled job slots (`Elector.schedule`). Defaults to the table's name + `_slots`. */
   readonly slotTable?: string | undefined
-  /** The candidates' table (see `Store.advertise`), in the same schema. Defaults to the table's name + `_candidates`. */
+  /**
+   * The candidates' table (see `Store.advertise`), in the same schema.
+   * Defaults to the table's name + `_candidates`.
+   */
   readonly candidatesTable?: string | undefined
   /**
    * Bounds every call, waiting for a connection included. On expiry the call

@@ -94,7 +94,7 @@ const send = (
  */
 const utf8mb4 = (): ReadonlySet<number> => {
   const { Charsets } = createRequire(import.meta.url)("mysql2") as { readonly Charsets: Record<string, number> }
-  return new Set(Object.entries(Charsets).flatMap(([name, id]) => name.startsWith("UTF8MB4") ? [id] : []))
+  return new Set(Object.entries(Charsets).flatMap(([name, id]) => name.toLowerCase().startsWith("utf8mb4") ? [id] : []))
 }
 
 /** The connection settings mysql2 derived from a pool's options; not in its typings. */
@@ -326,7 +326,8 @@ export const dialect: SqlStore.Dialect<
       connectTimeout: Duration.toMillis(connectTimeout),
       enableKeepAlive: true,
       // The statements rely on these; a caller's poolConfig must not undo them.
-      charset: "UTF8MB4_GENERAL_CI",
+      // mysql2 looks its charsets up in upper case.
+      charset: "utf8mb4_general_ci",
       flags: ["FOUND_ROWS"],
       // One request per transaction: one round trip per operation.
       multipleStatements: true,
