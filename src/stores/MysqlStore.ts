@@ -37,23 +37,35 @@
 import * as SqlStore from "./internal/sqlStore.js"
 import { dialect, type OwnedOptions } from "./mysql/dialect.js"
 
-/** @since 0.1.0 */
-export { MissingDriverError } from "../internal/driver.js"
+export {
+  /** @since 0.1.0 */
+  MissingDriverError
+} from "../internal/driver.js"
 
 /** @since 0.1.0 */
 export * from "./SqlStoreError.js"
 
-/** @since 0.1.0 */
-export { parseUrl, quoteIdentifier } from "./mysql/config.js"
+export {
+  /** @since 0.1.0 */
+  parseUrl,
+  /** @since 0.1.0 */
+  quoteIdentifier
+} from "./mysql/config.js"
 
-/** @since 0.1.0 */
-export { classify } from "./mysql/classify.js"
+export {
+  /** @since 0.1.0 */
+  classify
+} from "./mysql/classify.js"
 
-/** @since 0.1.0 */
-export { defaultTable } from "./internal/sqlStore.js"
+export {
+  /** @since 0.1.0 */
+  defaultTable
+} from "./internal/sqlStore.js"
 
-/** @since 0.2.0 */
-export { candidatesSuffix } from "./internal/sqlStore.js"
+export {
+  /** @since 0.2.0 */
+  candidatesSuffix
+} from "./internal/sqlStore.js"
 
 /**
  * The options every constructor takes.

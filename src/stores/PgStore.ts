@@ -29,8 +29,10 @@ import * as SqlStore from "./internal/sqlStore.js"
 import { dialect, type OwnedOptions } from "./pg/dialect.js"
 import * as Hints from "./pg/hints.js"
 
-/** @since 0.1.0 */
-export { MissingDriverError } from "../internal/driver.js"
+export {
+  /** @since 0.1.0 */
+  MissingDriverError
+} from "../internal/driver.js"
 
 /** @since 0.1.0 */
 export * from "./pg/classify.js"
@@ -57,11 +59,15 @@ export * from "./SqlStoreError.js"
  */
 export const hintChannel: (table: string) => string = Hints.channelOf
 
-/** @since 0.1.0 */
-export { defaultTable } from "./internal/sqlStore.js"
+export {
+  /** @since 0.1.0 */
+  defaultTable
+} from "./internal/sqlStore.js"
 
-/** @since 0.2.0 */
-export { candidatesSuffix } from "./internal/sqlStore.js"
+export {
+  /** @since 0.2.0 */
+  candidatesSuffix
+} from "./internal/sqlStore.js"
 
 /**
  * @since 0.1.0
