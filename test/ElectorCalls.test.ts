@@ -2,7 +2,7 @@
  * How the elector runs its store calls: those of a store that promises to
  * answer within the elector's operationTimeout (the SQL stores) on the
  * elector's own fiber; any other store's in a fiber per call, beside a
- * deadline (see `call` in src/internal/elector.ts).
+ * deadline (see `call` in src/internal/calls.ts).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, TestClock } from "effect"

@@ -9,19 +9,13 @@ import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Scope from "effect/Scope"
 import type { ElectorConfig, ResolvedConfig } from "../Elector.js"
-import {
-  AlreadyRunning,
-  DuplicateIdentity,
-  type IdentityError,
-  type InvalidConfig,
-  LeaseExpiredLocally
-} from "../ElectorError.js"
+import { AlreadyRunning, LeaseExpiredLocally } from "../ElectorError.js"
 import * as Lease from "../Lease.js"
-import * as Store from "../Store.js"
+import type * as Store from "../Store.js"
 import type { Candidate, StoreError } from "../Store.js"
 import { Calling } from "./calls.js"
-import { outranks, type Standing, standingOf } from "./candidacy.js"
-import { formatDuration, resolve } from "./config.js"
+import { outranks, type Standing } from "./candidacy.js"
+import { formatDuration } from "./config.js"
 import * as Deadlines from "./deadlines.js"
 import * as Instrumentation from "./instrumentation.js"
 import * as Loop from "./loop.js"
@@ -45,16 +39,16 @@ interface Next {
 /** The next step is a poll, at once. */
 const pollNow: Next = { step: "poll", wait: undefined }
 
-/** The (name, identity) pairs of the electors alive in this process. */
-const alive = Runtime.shared("electors", () => new Set<string>())
-
 /**
  * One participant: the election, in reading order (run, follow, poll, claim,
  * lead, renew until the deadline, step down). The state, the advisory
  * callbacks and the store calls are the concerns of the classes it extends
  * (published.ts, advisory.ts, calls.ts), methods over this one object.
+ * electors.ts makes it, for the life of a scope.
+ *
+ * @internal
  */
-class Participant extends Calling implements Elector {
+export class Participant extends Calling implements Elector {
   /** The highest fence any term of this participant has used. */
   ledUnder = -1n
   /** The term that has started and not yet fully ended. */
@@ -437,47 +431,3 @@ class Participant extends Calling implements Elector {
     )
   }
 }
-
-/** @internal */
-export type { Elector } from "./published.js"
-
-/** @internal */
-export const make = (
-  input: ElectorConfig
-): Effect.Effect<Elector, InvalidConfig | IdentityError | DuplicateIdentity, Store.Store | Scope.Scope> =>
-  Effect.gen(function*() {
-    const config = yield* resolve(input)
-    const { identity, name } = config
-    const store = yield* Store.Store
-    const standing = yield* standingOf(input, config.candidacy, store)
-    const clock = yield* Effect.clock
-    const scope = yield* Effect.scope
-    const tags = yield* Instrumentation.infoTags(name, identity)
-    // Claims (name, identity) in this process, joins the election's metric
-    // series and adds the elector's one finalizer, in one step that nothing
-    // interrupts. One finalizer, straight on the scope (`Effect.addFinalizer`
-    // would keep a copy of the fiber's references for it, and a process may run
-    // thousands of electors), built when it runs: it stops the elector, then
-    // leaves the series and gives the claim back.
-    const key = JSON.stringify([name, identity])
-    const { elector, initial } = yield* Effect.uninterruptible(Effect.suspend(() => {
-      if (alive.has(key)) return Effect.fail(new DuplicateIdentity({ name, identity }))
-      alive.add(key)
-      const { initial, instrumentation, leave } = Instrumentation.join(name, identity, tags)
-      const elector = new Participant(input, config, store, standing, clock, instrumentation)
-      const release = Effect.suspend(() =>
-        Effect.ensuring(
-          elector.shutdown(),
-          Effect.sync(() => {
-            leave()
-            alive.delete(key)
-          })
-        )
-      )
-      return Effect.as(Scope.addFinalizer(scope, release), { elector, initial })
-    }))
-    yield* initial
-    // For the elector's life: a hint wakes it only while it follows.
-    if (store.wakeUps !== undefined) yield* Scope.extend(store.wakeUps.subscribe(name, () => elector.hint()), scope)
-    return elector
-  })

@@ -1,0 +1,66 @@
+/**
+ * Making an elector, for the life of a scope: its configuration resolved, its
+ * (name, identity) claimed in this process, its metric series joined, its one
+ * finalizer added, and its wake-up subscription. The election itself is
+ * elector.ts.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
+import type { ElectorConfig } from "../Elector.js"
+import { DuplicateIdentity, type IdentityError, type InvalidConfig } from "../ElectorError.js"
+import * as Store from "../Store.js"
+import { standingOf } from "./candidacy.js"
+import { resolve } from "./config.js"
+import { Participant } from "./elector.js"
+import * as Instrumentation from "./instrumentation.js"
+import type { Elector } from "./published.js"
+import * as Runtime from "./runtime.js"
+
+/** The (name, identity) pairs of the electors alive in this process. */
+const alive = Runtime.shared("electors", () => new Set<string>())
+
+/** @internal */
+export type { Elector } from "./published.js"
+
+/** @internal */
+export const make = (
+  input: ElectorConfig
+): Effect.Effect<Elector, InvalidConfig | IdentityError | DuplicateIdentity, Store.Store | Scope.Scope> =>
+  Effect.gen(function*() {
+    const config = yield* resolve(input)
+    const { identity, name } = config
+    const store = yield* Store.Store
+    const standing = yield* standingOf(input, config.candidacy, store)
+    const clock = yield* Effect.clock
+    const scope = yield* Effect.scope
+    const tags = yield* Instrumentation.infoTags(name, identity)
+    // Claims (name, identity) in this process, joins the election's metric
+    // series and adds the elector's one finalizer, in one step that nothing
+    // interrupts. One finalizer, straight on the scope (`Effect.addFinalizer`
+    // would keep a copy of the fiber's references for it, and a process may run
+    // thousands of electors), built when it runs: it stops the elector, then
+    // leaves the series and gives the claim back.
+    const key = JSON.stringify([name, identity])
+    const { elector, initial } = yield* Effect.uninterruptible(Effect.suspend(() => {
+      if (alive.has(key)) return Effect.fail(new DuplicateIdentity({ name, identity }))
+      alive.add(key)
+      const { initial, instrumentation, leave } = Instrumentation.join(name, identity, tags)
+      const elector = new Participant(input, config, store, standing, clock, instrumentation)
+      const release = Effect.suspend(() =>
+        Effect.ensuring(
+          elector.shutdown(),
+          Effect.sync(() => {
+            leave()
+            alive.delete(key)
+          })
+        )
+      )
+      return Effect.as(Scope.addFinalizer(scope, release), { elector, initial })
+    }))
+    yield* initial
+    // For the elector's life: a hint wakes it only while it follows.
+    if (store.wakeUps !== undefined) yield* Scope.extend(store.wakeUps.subscribe(name, () => elector.hint()), scope)
+    return elector
+  })
