@@ -207,15 +207,29 @@ describe("Admission.enter", () => {
   it("sheds a poll beyond twice capacity waiters with a Saturated error that captured no stack", () => {
     const gate = Admission.make(1)
     const waiter = (): Admission.Waiter => ({ admitted: () => {} })
-    expect(gate.enter("renew", waiter())).toBeUndefined()
-    expect(gate.enter("inspect", waiter())).toBeUndefined()
-    expect(gate.enter("inspect", waiter())).toBeUndefined()
-    const shed = gate.enter("inspect", waiter())
+    expect(gate.enter("renew", waiter(), false)).toBeUndefined()
+    expect(gate.enter("inspect", waiter(), false)).toBeUndefined()
+    expect(gate.enter("inspect", waiter(), false)).toBeUndefined()
+    const shed = gate.enter("inspect", waiter(), false)
     expect(shed).toBeInstanceOf(Saturated)
     expect((shed as Saturated).message).toBe("inspect shed: all 1 connections are busy and 2 calls already wait")
     expect(String((shed as Saturated).stack)).not.toMatch(/\n\s+at /)
     // Error.stackTraceLimit is back as it was.
     expect(String(new Error("x").stack)).toMatch(/\n\s+at /)
+  })
+
+  it("queues a joining caller's poll however deep the queue, and serves it in turn", () => {
+    const gate = Admission.make(1)
+    const admitted: Array<string> = []
+    const waiter = (label: string): Admission.Waiter => ({ admitted: () => admitted.push(label) })
+    expect(gate.enter("renew", waiter("renew"), false)).toBeUndefined()
+    expect(gate.enter("inspect", waiter("routine 1"), false)).toBeUndefined()
+    expect(gate.enter("inspect", waiter("routine 2"), false)).toBeUndefined()
+    expect(gate.enter("inspect", waiter("routine 3"), false)).toBeInstanceOf(Saturated)
+    expect(gate.enter("inspect", waiter("joining 1"), true)).toBeUndefined()
+    expect(gate.enter("inspect", waiter("joining 2"), true)).toBeUndefined()
+    for (let i = 0; i < 4; i++) gate.leave()
+    expect(admitted).toEqual(["renew", "routine 1", "routine 2", "joining 1", "joining 2"])
   })
 })
 
@@ -242,6 +256,32 @@ describe("Gate.use on a caller's fiber (internal/caller.ts)", () => {
       expect(fake.released).toHaveLength(1)
       expect(fake.released[0]?.message).toMatch(/connection destroyed/)
       expect(fake.requests).toEqual(["first"])
+    }))
+
+  it.effect("a caller's polls are not shed until one of them is answered; then they are", () =>
+    Effect.gen(function*() {
+      const { call, fake } = setup(1, false)
+      const joiner = new Caller.Caller()
+      // The slot is busy and two polls wait: the queue is full.
+      const busy = yield* Effect.fork(call("renew", "busy"))
+      const waiting = yield* Effect.forEach(["w1", "w2"], (r) => Effect.fork(call("inspect", r)))
+      yield* Effect.yieldNow()
+      expect(yield* Effect.flip(call("inspect", "routine"))).toBeInstanceOf(Saturated)
+      const first = yield* Effect.fork(Caller.run(joiner, call("inspect", "joining")))
+      yield* Effect.yieldNow()
+      for (const r of ["busy", "w1", "w2", "joining"]) fake.answer(`${r}'s`)
+      expect(yield* Fiber.join(first)).toBe("joining's")
+      yield* Fiber.join(busy)
+      yield* Effect.forEach(waiting, Fiber.join)
+      expect(joiner.joining).toBe(false)
+      // Answered once, the same caller's polls are shed as any other's.
+      const again = yield* Effect.forEach(["busy", "w1", "w2"], (r) => Effect.fork(call("inspect", r)))
+      yield* Effect.yieldNow()
+      expect(yield* Effect.flip(Caller.run(joiner, call("inspect", "joined")))).toBeInstanceOf(Saturated)
+      for (const r of ["busy", "w1", "w2"]) fake.answer(`${r}'s`)
+      yield* Effect.forEach(again, Fiber.join)
+      expect(fake.requests).toEqual(["busy", "w1", "w2", "joining", "busy", "w1", "w2"])
+      joiner.stop()
     }))
 
   it.effect("left alone, a caller's interrupted call runs on, bounded by its deadline", () =>

@@ -32,6 +32,12 @@ const callers = Runtime.shared("callers", () => new WeakMap<Fiber.RuntimeFiber<u
 
 /** @internal */
 export class Caller {
+  /**
+   * No poll of this caller has been answered yet: it is joining the
+   * election, and a SQL store does not shed its polls (see
+   * stores/internal/admission.ts). The store's gate clears it.
+   */
+  joining = true
   private current: Call | undefined = undefined
   private fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined = undefined
 

@@ -15,7 +15,13 @@
  * retryable error: the follower tries again at its next poll, and the store
  * does no work for it. A claim (`acquire`) is never shed: a follower only
  * claims a lease it saw free, and the claim is what ends a leaderless
- * interval. Waiting is bounded by the call's own deadline.
+ * interval. Nor is the poll of a participant joining the election (none of
+ * its polls answered yet): when a fleet starts, its participants poll within
+ * one retry period, and a poll shed then waits a retry period more, so the
+ * elections whose participants all came late would stay leaderless while
+ * the others are led. A joiner's poll waits its turn instead, as it would in
+ * the driver's pool. Waiting is bounded by the call's own deadline: a call
+ * still queued then is withdrawn, and costs the database nothing.
  *
  * @internal
  */
@@ -34,9 +40,10 @@ export interface Gate {
   /**
    * Admits `waiter`'s call for `operation`: `waiter.admitted()` runs once a
    * slot is free (maybe at once, synchronously). A poll that would have to
-   * queue behind {@link waitingLimit} other calls is refused instead.
+   * queue behind {@link waitingLimit} other calls is refused instead, unless
+   * its caller is `joining` (none of its polls answered yet).
    */
-  readonly enter: (operation: Operation, waiter: Waiter) => Saturated | undefined
+  readonly enter: (operation: Operation, waiter: Waiter, joining: boolean) => Saturated | undefined
   /** Takes back a call still waiting; false when it was already admitted (it then holds a slot). */
   readonly withdraw: (waiter: Waiter) => boolean
   /** Frees the slot of an admitted call; call it exactly once per admission. */
@@ -58,13 +65,13 @@ export const make = (capacity: number): Gate => {
     return true
   }
   return {
-    enter: (operation, waiter) => {
+    enter: (operation, waiter, joining) => {
       if (free > 0) {
         free -= 1
         waiter.admitted()
         return undefined
       }
-      if (operation === "inspect" && others.length >= waitingLimit(capacity)) {
+      if (operation === "inspect" && !joining && others.length >= waitingLimit(capacity)) {
         return stackless(() => new Saturated({ operation, capacity }))
       }
       ;(urgent(operation) ? leaders : others).push(waiter)

@@ -124,8 +124,8 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
 
   /** Enters the gate; what the caller's interruption runs, unless the call ended already. */
   start(): Effect.Effect<void> | undefined {
-    const { connections, operation } = this
-    const shed = connections.gate.enter(operation, this)
+    const { caller, connections, operation } = this
+    const shed = connections.gate.enter(operation, this, caller?.joining === true)
     if (shed !== undefined) {
       this.refuse(Effect.fail(connections.failure(operation, shed)))
       return undefined
@@ -133,7 +133,6 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
     // Answered already, synchronously: no deadline to keep.
     if (this.state === Done) return undefined
     this.timer = this.after(connections.timeout, () => this.expired())
-    const { caller } = this
     if (caller === undefined) return Effect.sync(() => this.abandon())
     caller.calling(this)
     return undefined
@@ -171,6 +170,8 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
     const { answer, resume } = this
     this.settle(error)
     if (resume === undefined) return
+    // The caller's first poll answered: it has joined (see admission.ts).
+    if (error === undefined && this.operation === "inspect" && this.caller !== undefined) this.caller.joining = false
     resume(error === undefined ? answer!(result) : Effect.fail(this.connections.failure(this.operation, error)))
   }
 
