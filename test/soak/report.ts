@@ -41,7 +41,15 @@ const memory = (r: Result): string => {
   const handles = m.handlesPerHour === undefined
     ? ""
     : `, handles ${m.handlesPerHour >= 0 ? "+" : ""}${m.handlesPerHour.toFixed(0)}/h`
-  return `${growth} (heap ≤${m.heapMb.toFixed(1)} MB over ${m.sampledSeconds} s${handles}, ≤${m.handlesMax} handles)`
+  const signed = (x: number, digits: number) => `${x >= 0 ? "+" : ""}${x.toFixed(digits)}`
+  const longest = m.longest === undefined
+    ? ""
+    : `; longest-lived (${m.longest.seconds} s): ${signed(m.longest.heapMbPerHour, 1)} MB/h, second half ${
+      signed(m.longest.laterHeapMbPerHour, 1)
+    } MB/h, handles ${signed(m.longest.handlesPerHour, 0)}/h`
+  return `${growth} (heap ≤${
+    m.heapMb.toFixed(1)
+  } MB over ${m.sampledSeconds} s${handles}, ≤${m.handlesMax} handles)${longest}`
 }
 
 export const table = (results: ReadonlyArray<Result>): string => {

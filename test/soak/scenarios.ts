@@ -68,6 +68,20 @@ export interface Resources {
   readonly dbConnectionsPerHour: number | undefined
   /** How long the longest-lived process was sampled, s. */
   readonly sampledSeconds: number
+  /**
+   * The longest-lived process alone, sampled 3 minutes or more: its heap
+   * slope over all its settled samples and over their second half (past
+   * warm-up: a leak keeps its slope there, warm-up does not), and its
+   * handles'. A run's largest slope is often a short-lived process's warm-up.
+   */
+  readonly longest:
+    | {
+      readonly seconds: number
+      readonly heapMbPerHour: number
+      readonly laterHeapMbPerHour: number
+      readonly handlesPerHour: number
+    }
+    | undefined
 }
 
 export interface Result {
@@ -126,6 +140,7 @@ const resources = (ctx: Context, dbSamples: ReadonlyArray<readonly [number, numb
   let heapMb: number | undefined
   let handlesMax: number | undefined
   let sampledSeconds = 0
+  let longest: Resources["longest"]
   for (const log of ctx.fleet.logs()) {
     const samples = log.events.filter((e): e is Extract<typeof e, { e: "res" }> => e.e === "res")
     const first = samples[0]
@@ -146,6 +161,15 @@ const resources = (ctx: Context, dbSamples: ReadonlyArray<readonly [number, numb
     const handles = slope(settled.map((s) => [s.t / 3.6e9, s.handles] as const))
     heapMbPerHour = Math.max(heapMbPerHour ?? Number.NEGATIVE_INFINITY, heap)
     handlesPerHour = Math.max(handlesPerHour ?? Number.NEGATIVE_INFINITY, handles)
+    if (longest === undefined || span > longest.seconds) {
+      const later = settled.slice(Math.floor(settled.length / 2))
+      longest = {
+        seconds: Math.round(span),
+        heapMbPerHour: heap,
+        laterHeapMbPerHour: slope(later.map((s) => [s.t / 3.6e9, s.heap / 1e6] as const)),
+        handlesPerHour: handles
+      }
+    }
   }
   const dbSettled = dbSamples.filter(([t]) => t - (dbSamples[0]?.[0] ?? t) >= 20e6)
   return {
@@ -155,7 +179,8 @@ const resources = (ctx: Context, dbSamples: ReadonlyArray<readonly [number, numb
     handlesMax,
     dbConnectionsMax: dbSamples.length === 0 ? undefined : Math.max(...dbSamples.map(([, n]) => n)),
     dbConnectionsPerHour: dbSettled.length < 10 ? undefined : slope(dbSettled.map(([t, n]) => [t / 3.6e9, n] as const)),
-    sampledSeconds: Math.round(sampledSeconds)
+    sampledSeconds: Math.round(sampledSeconds),
+    longest
   }
 }
 
