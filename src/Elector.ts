@@ -22,7 +22,7 @@ import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -468,19 +468,14 @@ export const joinAll = (
       (config) => Effect.map(validate(config), ({ identity }) => ({ ...config, identity }))
     )
     const electors = yield* Effect.forEach(checked, make)
-    // Started together, they would poll together, and a pool sized for their
-    // steady rate would shed most of that burst: the i-th of n starts i/n of
-    // its retryPeriod late, so that their first polls spread over one
-    // period. One whose first answer is awaited (failFast) starts at once.
+    // All at once: a SQL store queues the first polls of participants that
+    // are joining rather than shedding them (stores/internal/admission.ts),
+    // so the burst is answered as fast as the pool goes; a poll still queued
+    // at operationTimeout is withdrawn and tried again within a retry period.
     // Every run is forked from this one fiber: a fiber stays reachable from
     // the fibers it forked for as long as they run, so a fiber per elector
     // (forEach with concurrency) would be kept, ended, by each run.
-    yield* Effect.forEach(electors, (elector, i) => {
-      const after = elector.config.failFast
-        ? Duration.zero
-        : Duration.times(elector.config.retryPeriod, i / electors.length)
-      return Effect.forkScoped(Duration.isZero(after) ? elector.run : Effect.delay(elector.run, after))
-    }, { discard: true })
+    yield* Effect.forEach(electors, (elector) => Effect.forkScoped(elector.run), { discard: true })
     yield* Effect.forEach(
       electors.filter((elector) => elector.config.failFast),
       (elector) => elector.ready,
