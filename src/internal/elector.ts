@@ -147,7 +147,7 @@ export class Participant extends Calling implements Elector {
           this.wakeable = !firm
           // A claim at a lease's expiry goes at that instant; a poll may go
           // early, on the grain it shares with other loops' routine steps.
-          // Not before the first answer: joiners whose polls were shed in a
+          // Not before the first answer: joiners whose polls timed out in a
           // start-up burst would come back in bursts again.
           yield* next.step === "claim" || Option.isNone(this.state.observedAt) ? waits.until(at) : waits.by(at)
           this.wakeable = false
@@ -264,9 +264,9 @@ export class Participant extends Calling implements Elector {
   }
 
   // Only a participant that has had an answer backs off: one whose first
-  // polls were shed in a start-up burst would otherwise fall behind those
-  // that got in first, and its election stay leaderless for up to
-  // maxBackoffFactor retry periods.
+  // polls failed in a start-up burst (timed out in the queue) would
+  // otherwise fall behind those that got in first, and its election stay
+  // leaderless for up to maxBackoffFactor retry periods.
   stepFailed(error: StoreError): void {
     this.stepFailures = error.retryable && Option.isSome(this.state.observedAt) ? this.stepFailures + 1 : 0
   }
