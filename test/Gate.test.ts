@@ -6,7 +6,7 @@
  * (synchronously) needs no timer.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, TestClock } from "effect"
+import { Duration, Effect, Either, Exit, Fiber, TestClock } from "effect"
 import * as Caller from "../src/internal/caller.js"
 import type { Operation } from "../src/Store.js"
 import * as Admission from "../src/stores/internal/admission.js"
@@ -218,18 +218,23 @@ describe("Admission.enter", () => {
     expect(String(new Error("x").stack)).toMatch(/\n\s+at /)
   })
 
-  it("queues a joining caller's poll however deep the queue, and serves it in turn", () => {
+  it("queues a joining caller's poll however deep the queue, behind every other call, newest joiner first", () => {
     const gate = Admission.make(1)
     const admitted: Array<string> = []
     const waiter = (label: string): Admission.Waiter => ({ admitted: () => admitted.push(label) })
     expect(gate.enter("renew", waiter("renew"), false)).toBeUndefined()
+    expect(gate.enter("inspect", waiter("joining 1"), true)).toBeUndefined()
     expect(gate.enter("inspect", waiter("routine 1"), false)).toBeUndefined()
+    expect(gate.enter("inspect", waiter("joining 2"), true)).toBeUndefined()
     expect(gate.enter("inspect", waiter("routine 2"), false)).toBeUndefined()
     expect(gate.enter("inspect", waiter("routine 3"), false)).toBeInstanceOf(Saturated)
-    expect(gate.enter("inspect", waiter("joining 1"), true)).toBeUndefined()
-    expect(gate.enter("inspect", waiter("joining 2"), true)).toBeUndefined()
-    for (let i = 0; i < 4; i++) gate.leave()
-    expect(admitted).toEqual(["renew", "routine 1", "routine 2", "joining 1", "joining 2"])
+    // Joiners do not count against the routine polls' limit, nor take a claim's turn.
+    expect(gate.enter("acquire", waiter("claim"), false)).toBeUndefined()
+    const withdrawn = waiter("joining 3")
+    expect(gate.enter("inspect", withdrawn, true)).toBeUndefined()
+    expect(gate.withdraw(withdrawn)).toBe(true)
+    for (let i = 0; i < 5; i++) gate.leave()
+    expect(admitted).toEqual(["renew", "routine 1", "routine 2", "claim", "joining 2", "joining 1"])
   })
 })
 
@@ -282,6 +287,30 @@ describe("Gate.use on a caller's fiber (internal/caller.ts)", () => {
       yield* Effect.forEach(again, Fiber.join)
       expect(fake.requests).toEqual(["busy", "w1", "w2", "joining", "busy", "w1", "w2"])
       joiner.stop()
+    }))
+
+  it.effect("a burst of joiners the pool cannot answer in time: the newest is answered, the stale ones time out unsent", () =>
+    Effect.gen(function*() {
+      const { call, fake } = setup(1, false)
+      const busy = yield* Effect.fork(call("renew", "busy"))
+      const join = (request: string) =>
+        Effect.fork(Effect.either(Caller.run(new Caller.Caller(), call("inspect", request))))
+      const stale = yield* Effect.forEach(["j1", "j2", "j3"], join)
+      yield* TestClock.adjust(Duration.millis(900))
+      const fresh = yield* join("j4")
+      yield* Effect.yieldNow()
+      // The slot frees 50 ms before the stale ones' deadline: first come,
+      // first served would send j1, answered after its caller gave up.
+      yield* TestClock.adjust(Duration.millis(50))
+      fake.answer("busy's")
+      yield* Fiber.join(busy)
+      yield* TestClock.adjust(Duration.millis(50))
+      fake.answer("j4's")
+      // Past every deadline: whatever has not been answered has failed.
+      yield* TestClock.adjust(Duration.seconds(1))
+      expect(yield* Fiber.join(fresh)).toEqual(Either.right("j4's"))
+      for (const fiber of stale) expect(Either.isLeft(yield* Fiber.join(fiber))).toBe(true)
+      expect(fake.requests).toEqual(["busy", "j4"])
     }))
 
   it.effect("left alone, a caller's interrupted call runs on, bounded by its deadline", () =>

@@ -19,9 +19,13 @@
  * its polls answered yet): when a fleet starts, its participants poll within
  * one retry period, and a poll shed then waits a retry period more, so the
  * elections whose participants all came late would stay leaderless while
- * the others are led. A joiner's poll waits its turn instead, as it would in
- * the driver's pool. Waiting is bounded by the call's own deadline: a call
- * still queued then is withdrawn, and costs the database nothing.
+ * the others are led. Joiners' polls wait in a queue of their own, served
+ * after every other, newest first: when the pool cannot answer the burst
+ * within the calls' deadline, the ones it serves are fresh and answered in
+ * time, and the oldest time out still queued, where first come, first
+ * served would answer each just after its caller gave up. Waiting is
+ * bounded by the call's own deadline: a call still queued then is
+ * withdrawn, and costs the database nothing.
  *
  * @internal
  */
@@ -41,7 +45,8 @@ export interface Gate {
    * Admits `waiter`'s call for `operation`: `waiter.admitted()` runs once a
    * slot is free (maybe at once, synchronously). A poll that would have to
    * queue behind {@link waitingLimit} other calls is refused instead, unless
-   * its caller is `joining` (none of its polls answered yet).
+   * its caller is `joining` (none of its polls answered yet): that one waits
+   * behind every other call, newest joiner first.
    */
   readonly enter: (operation: Operation, waiter: Waiter, joining: boolean) => Saturated | undefined
   /** Takes back a call still waiting; false when it was already admitted (it then holds a slot). */
@@ -58,6 +63,8 @@ export const make = (capacity: number): Gate => {
   let free = capacity
   const leaders: Array<Waiter> = []
   const others: Array<Waiter> = []
+  /** Joiners' polls, a stack: the newest is served first. */
+  const joiners: Array<Waiter> = []
   const remove = (queue: Array<Waiter>, waiter: Waiter): boolean => {
     const index = queue.indexOf(waiter)
     if (index < 0) return false
@@ -71,15 +78,19 @@ export const make = (capacity: number): Gate => {
         waiter.admitted()
         return undefined
       }
-      if (operation === "inspect" && !joining && others.length >= waitingLimit(capacity)) {
+      if (operation === "inspect" && joining) {
+        joiners.push(waiter)
+        return undefined
+      }
+      if (operation === "inspect" && others.length >= waitingLimit(capacity)) {
         return stackless(() => new Saturated({ operation, capacity }))
       }
       ;(urgent(operation) ? leaders : others).push(waiter)
       return undefined
     },
-    withdraw: (waiter) => remove(leaders, waiter) || remove(others, waiter),
+    withdraw: (waiter) => remove(leaders, waiter) || remove(others, waiter) || remove(joiners, waiter),
     leave: () => {
-      const next = leaders.shift() ?? others.shift()
+      const next = leaders.shift() ?? others.shift() ?? joiners.pop()
       if (next === undefined) free += 1
       else next.admitted()
     }
