@@ -400,6 +400,40 @@ describe("Elector robustness", () => {
       expect(yield* elector.isLeader).toBe(true)
     }))
 
+  it.scoped("a participant whose polls time out before its first answer (queued behind a start-up burst) polls again a retry period after sending, not after the timeout", () =>
+    Effect.gen(function*() {
+      const db = yield* world
+      const name = election()
+      const polls: Array<number> = []
+      let hanging = true
+      const store: Store.StoreShape = {
+        ...db,
+        inspect: (name) =>
+          Effect.zipRight(
+            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => polls.push(now))),
+            Effect.suspend(() => hanging ? Effect.never : db.inspect(name))
+          )
+      }
+      const { elector } = yield* join(store, {
+        name,
+        identity: "joiner",
+        retryPeriod: "2 seconds",
+        operationTimeout: "1500 millis"
+      })
+      yield* seconds(20)
+      // Each poll a jittered [1, 2) s after the one before was sent; counted
+      // from its timeout, they would be [2.5, 3.5) s apart.
+      const gaps = polls.slice(1).map((at, i) => at - polls[i]!)
+      expect(gaps.length).toBeGreaterThanOrEqual(9)
+      for (const gap of gaps) {
+        expect(gap).toBeGreaterThanOrEqual(1500)
+        expect(gap).toBeLessThan(2000)
+      }
+      hanging = false
+      yield* seconds(2)
+      expect(yield* elector.isLeader).toBe(true)
+    }))
+
   it.scoped("a fatal error is logged at ERROR once, then at most once a minute, and its end once; a gauge follows it", () =>
     Effect.gen(function*() {
       const name = election()

@@ -171,6 +171,7 @@ export class Participant extends Calling implements Elector {
   }
 
   *poll() {
+    const sentAt = this.nanos()
     // No candidacy, no rivals: outranked stays false.
     if (this.standing !== undefined) this.outranked = (yield* this.rivals()).length > 0
     const seen = yield* this.attempt("inspect", this.store.inspect(this.name))
@@ -178,7 +179,7 @@ export class Participant extends Calling implements Elector {
     if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
       this.stepFailed(seen.left)
       yield* this.failed(seen.left)
-      return this.pause(yield* Random.next)
+      return this.repoll(yield* Random.next, sentAt)
     }
     this.stepFailures = 0
     const lease = Either.getOrUndefined(seen)
@@ -261,6 +262,19 @@ export class Participant extends Calling implements Elector {
       ? { claim: false, wait: poll }
       : nextStep(poll, Duration.toMillis(Lease.ttl(lease)), Number(this.nanos() - replyAt) / 1_000_000)
     return { step: next.claim ? "claim" : "poll", wait: next.wait }
+  }
+
+  // After a failed poll sent at `sentAt`. A participant that has had an
+  // answer backs off (see `pause`). One that has not keeps its period,
+  // counted from the send rather than from the failure: a poll that timed
+  // out queued behind a start-up burst (stores/internal/admission.ts) has
+  // waited its whole timeout already, and a retry period more would leave
+  // its election leaderless that long after the others are led. It still
+  // polls at most once a (jittered) retry period.
+  repoll(random: number, sentAt: bigint): Next {
+    if (Option.isSome(this.state.observedAt)) return this.pause(random)
+    const left = Duration.unsafeToNanos(jittered(this.config.retryPeriod, random)) - (this.nanos() - sentAt)
+    return left > 0n ? { step: "poll", wait: Duration.nanos(left) } : pollNow
   }
 
   // Only a participant that has had an answer backs off: one whose first
