@@ -1,3 +1,4 @@
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { Simulation } from "../../src/testing.js"
 
@@ -54,11 +55,59 @@ const slowCancel: Simulation.Schedule = {
   ]
 }
 
+// Issue 30: a participant that had no answer yet waited a retry period
+// after each poll that timed out before polling again, so its election could
+// stay leaderless for up to a retry period after the store answered again
+// (at start-up: the polls that timed out queued behind the burst). Here the
+// participant restarts at 20 ms into a store whose polls hang until the
+// quiet instant; the lease it held before expires meanwhile. Its polls are
+// now a retry period apart from their sends, and the short config's period
+// is no longer than its timeout, so it polls back to back (at 20 ms + k x
+// 500 ms) and leads as soon as the poll in flight at the quiet instant gives
+// up.
+const rejoined: Simulation.Schedule = {
+  config: Simulation.shortConfig,
+  rates: [Simulation.rate(10_000)],
+  window: 4000,
+  events: [
+    {
+      at: 0,
+      event: {
+        _tag: "StoreFault",
+        faults: {
+          acquire: [{ _tag: "Pass" }],
+          renew: [{ _tag: "Pass" }],
+          release: [{ _tag: "Pass" }],
+          inspect: [{ _tag: "Hang" }]
+        }
+      }
+    },
+    { at: 10, event: { _tag: "Crash", slot: 0 } },
+    { at: 20, event: { _tag: "Restart", slot: 0 } }
+  ]
+}
+
 describe("fleet simulation regressions", () => {
   it("a leader whose abandoned renewals take a minute to cancel stops its work at its deadline", () => {
     const result = Simulation.run(slowCancel, { step: 50, seed: 10 })
     expect(result.violation).toBeUndefined()
     expect(result.terms).toBeGreaterThanOrEqual(2)
+  })
+
+  it("a participant whose polls time out before its first answer leads once the poll in flight when the store answers again gives up", () => {
+    const { operationTimeout } = rejoined.config
+    // Before the fix, 9 of these 40 seeds led later (up to 4,752 ms).
+    for (let seed = 1; seed <= 40; seed++) {
+      let rejoinedAt: number | undefined
+      const result = Simulation.run(rejoined, {
+        seed,
+        workload: (timeline) => ({
+          work: (term) => Effect.sync(() => term.identity === "p0.1" && (rejoinedAt ??= timeline.now()))
+        })
+      })
+      expect(result.violation).toBeUndefined()
+      expect(rejoinedAt).toBeLessThanOrEqual(rejoined.window + 20 + operationTimeout)
+    }
   })
 
   it("a database clock step back that revives a released lease never revives its fence", () => {
