@@ -80,12 +80,12 @@ export const make = (capacity: number): Gate => {
         waiter.admitted()
         return undefined
       }
-      if (operation === "inspect" && joining) {
-        joiners.push(waiter)
-        return undefined
-      }
-      if (operation === "inspect" && others.length >= waitingLimit(capacity)) {
-        return stackless(() => new Saturated({ operation, capacity }))
+      if (operation === "inspect") {
+        if (joining) {
+          joiners.push(waiter)
+          return undefined
+        }
+        if (others.length >= waitingLimit(capacity)) return stackless(() => new Saturated({ operation, capacity }))
       }
       ;(urgent(operation) ? leaders : others).push(waiter)
       return undefined
