@@ -90,8 +90,15 @@ const interruptedAt = (at: Deferred.Deferred<number>) => () =>
     Effect.onInterrupt(() => Effect.flatMap(TestClock.currentTimeMillis, (now) => Deferred.succeed(at, now)))
   )
 
-/** `db` with an `inspect` that records when each poll came and, while `shed(true)`, fails as a shed poll does. */
-const shedding = (db: Store.StoreShape) => {
+const shedPoll = Effect.fail(
+  new Store.StoreError({ operation: "inspect", retryable: true, reason: "shed", cause: undefined })
+)
+
+/**
+ * `db` with an `inspect` that records when each poll came and, while
+ * `shed(true)`, runs `fault` instead: by default it fails as a shed poll does.
+ */
+const shedding = (db: Store.StoreShape, fault: Effect.Effect<never, Store.StoreError> = shedPoll) => {
   let failing = false
   const polls: Array<number> = []
   const store: Store.StoreShape = {
@@ -99,11 +106,7 @@ const shedding = (db: Store.StoreShape) => {
     inspect: (name) =>
       Effect.zipRight(
         Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => polls.push(now))),
-        failing
-          ? Effect.fail(
-            new Store.StoreError({ operation: "inspect", retryable: true, reason: "shed", cause: undefined })
-          )
-          : db.inspect(name)
+        failing ? fault : db.inspect(name)
       )
   }
   return {
@@ -404,16 +407,9 @@ describe("Elector robustness", () => {
     Effect.gen(function*() {
       const db = yield* world
       const name = election()
-      const polls: Array<number> = []
-      let hanging = true
-      const store: Store.StoreShape = {
-        ...db,
-        inspect: (name) =>
-          Effect.zipRight(
-            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => polls.push(now))),
-            Effect.suspend(() => hanging ? Effect.never : db.inspect(name))
-          )
-      }
+      // Polls that hang, until their timeout.
+      const { polls, shed, store } = shedding(db, Effect.never)
+      shed(true)
       const { elector } = yield* join(store, {
         name,
         identity: "joiner",
@@ -429,7 +425,7 @@ describe("Elector robustness", () => {
         expect(gap).toBeGreaterThanOrEqual(1500)
         expect(gap).toBeLessThan(2000)
       }
-      hanging = false
+      shed(false)
       yield* seconds(2)
       expect(yield* elector.isLeader).toBe(true)
     }))
