@@ -171,7 +171,7 @@ export class Participant extends Calling implements Elector {
   }
 
   *poll() {
-    const sentAt = this.nanos()
+    const startedAt = this.nanos()
     // No candidacy, no rivals: outranked stays false.
     if (this.standing !== undefined) this.outranked = (yield* this.rivals()).length > 0
     const seen = yield* this.attempt("inspect", this.store.inspect(this.name))
@@ -179,7 +179,7 @@ export class Participant extends Calling implements Elector {
     if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
       this.stepFailed(seen.left)
       yield* this.failed(seen.left)
-      return this.repoll(yield* Random.next, sentAt)
+      return this.repoll(yield* Random.next, startedAt)
     }
     this.stepFailures = 0
     const lease = Either.getOrUndefined(seen)
@@ -264,16 +264,17 @@ export class Participant extends Calling implements Elector {
     return { step: next.claim ? "claim" : "poll", wait: next.wait }
   }
 
-  // After a failed poll sent at `sentAt`. A participant that has had an
-  // answer backs off (see `pause`). One that has not keeps its period,
-  // counted from the send rather than from the failure: a poll that timed
-  // out queued behind a start-up burst (stores/internal/admission.ts) has
-  // waited its whole timeout already, and a retry period more would leave
-  // its election leaderless that long after the others are led. It still
-  // polls at most once a (jittered) retry period.
-  repoll(random: number, sentAt: bigint): Next {
+  // After a failed poll whose step started at `startedAt`. A participant
+  // that has had an answer backs off (see `pause`). One that has not keeps
+  // its period, counted from the poll's start rather than its failure: a
+  // poll that timed out queued behind a start-up burst
+  // (stores/internal/admission.ts) has waited its whole timeout already, and
+  // a retry period more would leave its election leaderless that long after
+  // the others are led. It still polls at most once a (jittered) retry
+  // period.
+  repoll(random: number, startedAt: bigint): Next {
     if (Option.isSome(this.state.observedAt)) return this.pause(random)
-    const left = Duration.unsafeToNanos(jittered(this.config.retryPeriod, random)) - (this.nanos() - sentAt)
+    const left = Duration.unsafeToNanos(jittered(this.config.retryPeriod, random)) - (this.nanos() - startedAt)
     return left > 0n ? { step: "poll", wait: Duration.nanos(left) } : pollNow
   }
 
