@@ -472,7 +472,7 @@ export const joinAll = (
     // are joining rather than shedding them (stores/internal/admission.ts),
     // so the burst is answered as fast as the pool goes; a poll still queued
     // at operationTimeout is withdrawn, and tried again a retry period after
-    // it was sent, not after it timed out (elector.ts, `repoll`).
+    // it started, not after it timed out (elector.ts, `repoll`).
     // Every run is forked from this one fiber: a fiber stays reachable from
     // the fibers it forked for as long as they run, so a fiber per elector
     // (forEach with concurrency) would be kept, ended, by each run.

@@ -23,11 +23,11 @@
  * after every other, newest first: when the pool cannot answer the burst
  * within the calls' deadline, the ones it serves are fresh and answered in
  * time, and the oldest time out still queued, where first come, first
- * served would answer each just after its caller gave up; a joiner whose
- * poll timed out queued polls again a retry period after it sent that one,
- * at once with the defaults (elector.ts, `repoll`). Waiting is bounded by
- * the call's own deadline: a call still queued then is withdrawn, and costs
- * the database nothing.
+ * served would answer each just after its caller gave up. A joiner whose
+ * poll timed out queued polls again a retry period after that poll
+ * started: with the defaults, at once (elector.ts, `repoll`). Waiting is
+ * bounded by the call's own deadline: a call still queued then is
+ * withdrawn, and costs the database nothing.
  *
  * @internal
  */
