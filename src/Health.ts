@@ -34,7 +34,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Elector, type ElectorShape, type StatusJson, statusToJson } from "./Elector.js"
 import type { InvalidConfig } from "./ElectorError.js"
-import { duration, formatDuration } from "./internal/limits.js"
+import { duration, formatDuration } from "./internal/config/limits.js"
 import { isFatal } from "./Store.js"
 
 /**

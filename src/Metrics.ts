@@ -20,7 +20,7 @@
  * @since 0.1.0
  */
 import * as Metric from "effect/Metric"
-import { renewLatencyHistogram } from "./internal/metricSeries.js"
+import { renewLatencyHistogram } from "./internal/metrics/metricSeries.js"
 
 /**
  * 1 while this participant leads, 0 otherwise. Summed over an election's

@@ -18,7 +18,7 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
-import * as limits from "./internal/limits.js"
+import * as limits from "./internal/config/limits.js"
 import type { Lease } from "./Lease.js"
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either } from "effect"
-import { compareVersions } from "../src/internal/candidacy.js"
+import { compareVersions } from "../src/internal/election/candidacy.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Option, Scope } from "effect"
 import * as Elector from "../src/Elector.js"
-import { compareVersions, outranks } from "../src/internal/candidacy.js"
+import { compareVersions, outranks } from "../src/internal/election/candidacy.js"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as Faulty from "../src/testing/FaultyStore.js"

@@ -11,7 +11,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, FiberRef, Scope, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
-import * as Deadlines from "../src/internal/deadlines.js"
+import * as Deadlines from "../src/internal/runtime/deadlines.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Ref, Scope, Stream, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
-import * as internal from "../src/internal/electors.js"
+import * as internal from "../src/internal/election/make.js"
 import * as Leadership from "../src/Leadership.js"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"

@@ -17,9 +17,9 @@ import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import { describe, expect, it } from "vitest"
 import * as Elector from "../src/Elector.js"
-import { rate, VirtualTime } from "../src/internal/testing/VirtualTime.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
+import { rate, VirtualTime } from "../src/testing/internal/VirtualTime.js"
 import * as Granting from "./support/GrantingStore.js"
 
 setFlagsFromString("--expose-gc")

@@ -7,10 +7,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Exit, Fiber, TestClock } from "effect"
-import * as Caller from "../src/internal/caller.js"
+import * as Caller from "../src/internal/runtime/caller.js"
 import type { Operation } from "../src/Store.js"
-import * as Admission from "../src/stores/internal/admission.js"
-import * as Gate from "../src/stores/internal/gate.js"
+import * as Gate from "../src/stores/internal/call.js"
+import * as Admission from "../src/stores/internal/gate.js"
 import { OperationTimeout, Saturated } from "../src/stores/SqlStoreError.js"
 
 interface Connection {
@@ -238,7 +238,7 @@ describe("Admission.enter", () => {
   })
 })
 
-describe("Gate.use on a caller's fiber (internal/caller.ts)", () => {
+describe("Gate.use on a caller's fiber (internal/runtime/caller.ts)", () => {
   it.effect("hands Effect no canceller: the caller's stop withdraws a queued call and gives a running one its grace", () =>
     Effect.gen(function*() {
       const { call, fake } = setup(1, false)

@@ -7,11 +7,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber } from "effect"
-import * as Deadlines from "../src/internal/deadlines.js"
-import * as Loop from "../src/internal/loop.js"
+import * as Deadlines from "../src/internal/runtime/deadlines.js"
+import * as Loop from "../src/internal/runtime/loop.js"
 import type { Operation } from "../src/Store.js"
-import * as Admission from "../src/stores/internal/admission.js"
-import * as Gate from "../src/stores/internal/gate.js"
+import * as Gate from "../src/stores/internal/call.js"
+import * as Admission from "../src/stores/internal/gate.js"
 
 /** A gate over one connection whose requests answer when `answer` is called; `requests` records what ran. */
 const oneConnection = () => {

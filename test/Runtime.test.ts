@@ -3,7 +3,7 @@
  * key and get the one value the first of them made.
  */
 import { describe, expect, it } from "@effect/vitest"
-import * as Runtime from "../src/internal/runtime.js"
+import * as Runtime from "../src/internal/runtime/runtime.js"
 
 describe("Runtime.shared", () => {
   it("makes a key's value once, for every copy that asks", () => {

@@ -4,11 +4,11 @@ import { execFile } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
-import { refuses, rule } from "../src/internal/testing/contract.js"
-import { caseError, caseTest, suiteCases } from "../src/internal/testing/suite.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { StoreSuite } from "../src/testing.js"
+import { refuses, rule } from "../src/testing/internal/contract.js"
+import { caseError, caseTest, suiteCases } from "../src/testing/internal/suite.js"
 
 /** MemoryStore, with a renewal that goes through after the lease expired, as long as holder and fence match. */
 const renewsAfterExpiry = Layer.effect(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Exit, Fiber, Option, Scope, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
-import * as WakeUps from "../src/internal/wakeUps.js"
+import * as WakeUps from "../src/internal/runtime/wakeUps.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { steady } from "./support/steady.js"

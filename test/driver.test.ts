@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { load, MissingDriverError } from "../src/internal/driver.js"
+import { load } from "../src/stores/internal/driver.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
+import { MissingDriverError } from "../src/stores/SqlStoreError.js"
 
 // A name nothing provides, passed through a variable so the compiler does not resolve it.
 const absent = "effect-leaderelection-no-such-driver"

@@ -14,9 +14,9 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as limits from "../internal/limits.js"
-import { stackless } from "../internal/stackless.js"
-import * as WakeUps from "../internal/wakeUps.js"
+import * as limits from "../internal/config/limits.js"
+import { stackless } from "../internal/runtime/stackless.js"
+import * as WakeUps from "../internal/runtime/wakeUps.js"
 import type { Lease } from "../Lease.js"
 import {
   type Candidacy,

@@ -37,11 +37,6 @@
 import * as SqlStore from "./internal/sqlStore.js"
 import { dialect, type OwnedOptions } from "./mysql/dialect.js"
 
-export {
-  /** @since 0.1.0 */
-  MissingDriverError
-} from "../internal/driver.js"
-
 /** @since 0.1.0 */
 export * from "./SqlStoreError.js"
 

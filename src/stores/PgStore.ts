@@ -29,11 +29,6 @@ import * as SqlStore from "./internal/sqlStore.js"
 import { dialect, type OwnedOptions } from "./pg/dialect.js"
 import * as Hints from "./pg/hints.js"
 
-export {
-  /** @since 0.1.0 */
-  MissingDriverError
-} from "../internal/driver.js"
-
 /** @since 0.1.0 */
 export * from "./pg/classify.js"
 

@@ -21,8 +21,8 @@
  * @since 0.1.0
  */
 import type * as Duration from "effect/Duration"
-import * as internal from "../internal/testing/FaultyStore.js"
 import type * as Store from "../Store.js"
+import * as internal from "./internal/FaultyStore.js"
 
 /**
  * What one operation does while the fault is set.

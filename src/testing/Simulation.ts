@@ -25,10 +25,10 @@ import {
   describe as describeSchedule,
   fleetAsync,
   type FleetOptions
-} from "../internal/testing/property.js"
-import * as Schedules from "../internal/testing/Schedule.js"
-import * as internal from "../internal/testing/Simulation.js"
-import * as VirtualTime from "../internal/testing/VirtualTime.js"
+} from "./internal/property.js"
+import * as Schedules from "./internal/Schedule.js"
+import * as internal from "./internal/Simulation.js"
+import * as VirtualTime from "./internal/VirtualTime.js"
 
 /**
  * A participant's term, as the work sees it.

@@ -18,9 +18,9 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
-import * as registration from "../internal/testing/register.js"
-import * as internal from "../internal/testing/suite.js"
 import type * as Store from "../Store.js"
+import * as registration from "./internal/register.js"
+import * as internal from "./internal/suite.js"
 
 /**
  * How the suite treats a store.

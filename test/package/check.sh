@@ -238,7 +238,7 @@ const status = await Effect.runPromise(
 console.log(`identity ${status.identity}`)
 
 // Internal modules are not part of the package's interface.
-const internal = "effect-leaderelection/internal/elector"
+const internal = "effect-leaderelection/internal/election/participant"
 const hidden = await import(internal).then(() => "importable", (e: { code?: string }) => e.code)
 console.log(`internal: ${hidden}`)
 

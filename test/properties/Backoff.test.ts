@@ -1,7 +1,7 @@
 import { Duration } from "effect"
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { backoff, jittered, maxBackoffFactor, renewalDelay, retryDelay } from "../../src/internal/timing.js"
+import { backoff, jittered, maxBackoffFactor, renewalDelay, retryDelay } from "../../src/internal/election/timing.js"
 
 // u as Random.next yields it, k / 2^53 for k < 2^53, but for its very last
 // value: at u = 1 - 2^-53, 0.5 + u / 2 rounds to 1 and the delay is the whole

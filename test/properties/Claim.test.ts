@@ -1,7 +1,7 @@
 import { Duration } from "effect"
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { claimRateTolerance, claimSlack, nextStep, untilClaimable } from "../../src/internal/timing.js"
+import { claimRateTolerance, claimSlack, nextStep, untilClaimable } from "../../src/internal/election/timing.js"
 
 const ttlMillis = fc.integer({ min: 1, max: 2 ** 31 - 1 })
 // A follower clock's rate, in its seconds per database second: anything from

@@ -1,7 +1,7 @@
 import { Duration } from "effect"
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { localDeadline } from "../../src/internal/timing.js"
+import { localDeadline } from "../../src/internal/election/timing.js"
 import * as Lease from "../../src/Lease.js"
 
 // Database instants three days out, in either order.

@@ -1,9 +1,9 @@
 import { Duration, Effect } from "effect"
 import * as fc from "effect/FastCheck"
 import { describe, expect, it } from "vitest"
-import { Oracle } from "../../src/internal/testing/Oracle.js"
-import { VirtualTime } from "../../src/internal/testing/VirtualTime.js"
 import type * as Lease from "../../src/Lease.js"
+import { Oracle } from "../../src/testing/internal/Oracle.js"
+import { VirtualTime } from "../../src/testing/internal/VirtualTime.js"
 import * as Simulation from "../../src/testing/Simulation.js"
 
 const lease = (holder: string, fence: bigint, ttl: number): Lease.Lease => ({

@@ -4,9 +4,9 @@ import { Cause, Effect, FiberId, TestContext } from "effect"
 import { describe } from "vitest"
 import { workload } from "../../examples/testing/job.js"
 import * as Elector from "../../src/Elector.js"
-import { Oracle } from "../../src/internal/testing/Oracle.js"
 import * as Leadership from "../../src/Leadership.js"
 import { FaultyStore, Simulation } from "../../src/testing.js"
+import { Oracle } from "../../src/testing/internal/Oracle.js"
 
 const quiet: Simulation.Schedule = {
   config: Simulation.shortConfig,

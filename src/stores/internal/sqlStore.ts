@@ -30,7 +30,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import { InvalidConfig } from "../../ElectorError.js"
-import * as limits from "../../internal/limits.js"
+import * as limits from "../../internal/config/limits.js"
 import type { Lease } from "../../Lease.js"
 import {
   type Candidate,
@@ -41,8 +41,8 @@ import {
   type StoreShape,
   type WakeUps
 } from "../../Store.js"
-import * as Admission from "./admission.js"
-import * as Gate from "./gate.js"
+import * as Gate from "./call.js"
+import * as Admission from "./gate.js"
 import * as Rules from "./rules.js"
 
 /**

@@ -6,6 +6,6 @@
  * @internal
  */
 import type * as MysqlModule from "mysql2"
-import { load } from "../../internal/driver.js"
+import { load } from "../internal/driver.js"
 
 export const Mysql: typeof MysqlModule = await load("MysqlStore", ["mysql2"], () => import("mysql2"))

@@ -6,7 +6,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import { InvalidConfig } from "../../ElectorError.js"
-import { stackless } from "../../internal/stackless.js"
+import { stackless } from "../../internal/runtime/stackless.js"
 import { type Operation, StoreError } from "../../Store.js"
 import { OperationTimeout, Saturated } from "../SqlStoreError.js"
 

@@ -7,7 +7,7 @@
  */
 import * as Either from "effect/Either"
 import { InvalidConfig } from "../../ElectorError.js"
-import * as limits from "../../internal/limits.js"
+import * as limits from "../../internal/config/limits.js"
 
 /** PostgreSQL's NAMEDATALEN - 1: longer names are silently truncated by the server. */
 const maxIdentifierBytes = 63

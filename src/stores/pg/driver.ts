@@ -4,6 +4,6 @@
  *
  * @internal
  */
-import { load } from "../../internal/driver.js"
+import { load } from "../internal/driver.js"
 
 export const Pg = await load("PgStore", ["pg"], () => import("pg"))

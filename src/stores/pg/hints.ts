@@ -25,7 +25,7 @@ import * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
 import { createHash } from "node:crypto"
 import type { ClientConfig } from "pg"
-import type * as WakeUps from "../../internal/wakeUps.js"
+import type * as WakeUps from "../../internal/runtime/wakeUps.js"
 import * as Metrics from "../../Metrics.js"
 import { Pg } from "./driver.js"
 

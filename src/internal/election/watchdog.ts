@@ -8,9 +8,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scheduler from "effect/Scheduler"
-import * as Deadlines from "./deadlines.js"
+import * as Deadlines from "../runtime/deadlines.js"
+import * as Runtime from "../runtime/runtime.js"
 import type { Published, StepDown } from "./published.js"
-import * as Runtime from "./runtime.js"
 
 interface Watchdog {
   /** A renewal moved the deadline to `deadline`. */

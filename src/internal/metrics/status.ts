@@ -1,6 +1,6 @@
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import type { Status } from "../Elector.js"
+import type { Status } from "../../Elector.js"
 
 /** @internal */
 export const ErrorSummary = Schema.Struct({

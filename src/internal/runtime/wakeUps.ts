@@ -9,7 +9,7 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type { WakeUps } from "../Store.js"
+import type { WakeUps } from "../../Store.js"
 
 /** @internal */
 export interface Registry extends WakeUps {

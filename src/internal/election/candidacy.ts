@@ -5,9 +5,9 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import type { ElectorConfig } from "../Elector.js"
-import { InvalidConfig } from "../ElectorError.js"
-import type { Candidacy, StoreShape } from "../Store.js"
+import type { ElectorConfig } from "../../Elector.js"
+import { InvalidConfig } from "../../ElectorError.js"
+import type { Candidacy, StoreShape } from "../../Store.js"
 
 /** Where leadership goes during a rolling upgrade. */
 export type VersionPolicy = "newer" | "older"

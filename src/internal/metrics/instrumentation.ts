@@ -3,10 +3,10 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import type * as MetricLabel from "effect/MetricLabel"
 import type * as Tracer from "effect/Tracer"
-import * as Metrics from "../Metrics.js"
-import type { Operation, StoreError } from "../Store.js"
+import * as Metrics from "../../Metrics.js"
+import type { Operation, StoreError } from "../../Store.js"
+import * as Runtime from "../runtime/runtime.js"
 import { labels, renewLatencyHistogram, series, withFiberLabels } from "./metricSeries.js"
-import * as Runtime from "./runtime.js"
 
 /**
  * The metrics and spans of one participant. Metrics are tagged with the

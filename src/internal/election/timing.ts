@@ -1,5 +1,5 @@
 import * as Duration from "effect/Duration"
-import * as Lease from "../Lease.js"
+import * as Lease from "../../Lease.js"
 
 /** @internal */
 export const minRetryDelay = Duration.millis(50)

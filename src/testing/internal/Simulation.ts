@@ -58,11 +58,11 @@ import {
   TestClock
 } from "effect"
 import * as Elector from "../../Elector.js"
+import { scheduler as runningScheduler } from "../../internal/runtime/runtime.js"
 import type * as Job from "../../Job.js"
 import * as Leadership from "../../Leadership.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
-import { scheduler as runningScheduler } from "../runtime.js"
 import * as Faulty from "./FaultyStore.js"
 import { type Belief, Oracle, type Violation } from "./Oracle.js"
 import type { Faults, HintFault, Ops, Schedule, Target, Timed } from "./Schedule.js"

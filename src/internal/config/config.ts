@@ -4,12 +4,12 @@ import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
-import type { ElectorConfig, ResolvedConfig } from "../Elector.js"
-import { IdentityError, InvalidConfig } from "../ElectorError.js"
-import * as Lease from "../Lease.js"
+import type { ElectorConfig, ResolvedConfig } from "../../Elector.js"
+import { IdentityError, InvalidConfig } from "../../ElectorError.js"
+import * as Lease from "../../Lease.js"
+import { defaultSafetyMargin, retryDelay } from "../election/timing.js"
 import * as limits from "./limits.js"
 import { formatDuration } from "./limits.js"
-import { defaultSafetyMargin, retryDelay } from "./timing.js"
 
 /** @internal */
 export const defaults = {

@@ -20,11 +20,11 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { ElectorShape, ResolvedConfig, Status } from "../Elector.js"
-import type { LastError } from "../ElectorError.js"
-import type { LeadershipShape } from "../Leadership.js"
-import type { StoreError } from "../Store.js"
-import type * as Instrumentation from "./instrumentation.js"
+import type { ElectorShape, ResolvedConfig, Status } from "../../Elector.js"
+import type { LastError } from "../../ElectorError.js"
+import type { LeadershipShape } from "../../Leadership.js"
+import type { StoreError } from "../../Store.js"
+import type * as Instrumentation from "../metrics/instrumentation.js"
 
 /** @internal */
 export interface Term {

@@ -14,9 +14,9 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
-import { InvalidConfig } from "../ElectorError.js"
-import * as Lease from "../Lease.js"
-import { maxVersionBytes, type Operation, StoreError, type StoreShape } from "../Store.js"
+import { InvalidConfig } from "../../ElectorError.js"
+import * as Lease from "../../Lease.js"
+import { maxVersionBytes, type Operation, StoreError, type StoreShape } from "../../Store.js"
 
 const loneSurrogate = /\p{Cs}/u
 

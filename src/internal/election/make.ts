@@ -8,15 +8,15 @@
  */
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
-import type { ElectorConfig } from "../Elector.js"
-import { DuplicateIdentity, type IdentityError, type InvalidConfig } from "../ElectorError.js"
-import * as Store from "../Store.js"
+import type { ElectorConfig } from "../../Elector.js"
+import { DuplicateIdentity, type IdentityError, type InvalidConfig } from "../../ElectorError.js"
+import * as Store from "../../Store.js"
+import { resolve } from "../config/config.js"
+import * as Instrumentation from "../metrics/instrumentation.js"
+import * as Runtime from "../runtime/runtime.js"
 import { standingOf } from "./candidacy.js"
-import { resolve } from "./config.js"
-import { Participant } from "./elector.js"
-import * as Instrumentation from "./instrumentation.js"
+import { Participant } from "./participant.js"
 import type { Elector } from "./published.js"
-import * as Runtime from "./runtime.js"
 
 /** The (name, identity) pairs of the electors alive in this process. */
 const alive = Runtime.shared("electors", () => new Set<string>())
