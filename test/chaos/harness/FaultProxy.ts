@@ -75,6 +75,8 @@ export interface FaultProxy {
   readonly host: "127.0.0.1"
   readonly port: number
   readonly mode: ProxyMode
+  /** Where new connections go. */
+  readonly targetPort: number
   /** `url` with its host and port replaced by the proxy's. */
   via(url: string): string
   /** Changes the fault mode; applies to open connections and to bytes already queued. */
@@ -83,6 +85,12 @@ export interface FaultProxy {
   flap(upMs: number, downMs: number): Flapping
   /** RSTs every open connection without changing the mode. */
   resetConnections(): void
+  /**
+   * New connections go to `targetPort` from now on and open ones are RST, as
+   * when a virtual IP moves to another server: nothing keeps talking to the
+   * old one through this proxy.
+   */
+  retarget(targetPort: number): void
   stats(): ProxyStats
   /** RSTs every connection and frees the port. Idempotent. */
   close(): Promise<void>
@@ -284,6 +292,7 @@ class Proxy implements FaultProxy {
   readonly host = "127.0.0.1" as const
   port = 0
   mode: ProxyMode
+  targetPort: number
   readonly counters = {
     bytesUp: 0,
     bytesDown: 0,
@@ -300,6 +309,7 @@ class Proxy implements FaultProxy {
 
   constructor(private readonly options: FaultProxyOptions) {
     this.mode = Mode.pass
+    this.targetPort = options.targetPort
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: false }, (socket) => this.accept(socket))
     this.setMode(options.mode ?? Mode.pass)
   }
@@ -315,7 +325,7 @@ class Proxy implements FaultProxy {
     client.setNoDelay(true)
     const server = net.connect({
       host: this.options.targetHost ?? "127.0.0.1",
-      port: this.options.targetPort,
+      port: this.targetPort,
       allowHalfOpen: true,
       noDelay: true
     })
@@ -382,6 +392,11 @@ class Proxy implements FaultProxy {
   resetConnections(): void {
     this.counters.connectionsReset += this.connections.size
     for (const connection of this.connections) connection.reset()
+  }
+
+  retarget(targetPort: number): void {
+    this.targetPort = targetPort
+    this.resetConnections()
   }
 
   stats(): ProxyStats {

@@ -66,6 +66,8 @@ export interface ThrowawayPostgres {
   lockTable(table: TableName, mode: TableLockMode): Promise<HeldLock>
   /** Takes `SELECT ... FOR UPDATE` on the rows matching `whereSql` in an open transaction of another session. */
   lockRow(table: TableName, whereSql: string): Promise<HeldLock>
+  /** `pg_ctl promote`: a standby stops streaming and becomes a primary; resolves once it accepts writes. */
+  promote(): Promise<void>
   /** Pid of the running postmaster, read from postmaster.pid. */
   postmasterPid(): number | undefined
   /** Stops the server and removes its temp dir. Idempotent. */
@@ -102,9 +104,22 @@ const binDir = (): string => {
 export interface PostgresOptions {
   /** Extra lines appended to postgresql.conf. */
   readonly config?: ReadonlyArray<string>
+  /**
+   * Make the server an asynchronous streaming standby instead of a fresh
+   * cluster: its data directory is a `pg_basebackup` of the server on
+   * 127.0.0.1:`port`, taken as `user` (a role with REPLICATION), and it keeps
+   * streaming WAL from that same address (`primary_conninfo`), so a proxy on
+   * that port can cut replication. The primary needs `wal_level = replica`
+   * (the default) and `max_wal_senders`; the database `test` comes with the
+   * copy.
+   */
+  readonly standbyOf?: { readonly port: number; readonly user: string }
 }
 
-/** Creates, starts and returns a throwaway PostgreSQL with an empty database `test`. */
+/**
+ * Creates, starts and returns a throwaway PostgreSQL with an empty database
+ * `test`, or a standby of another server (`standbyOf`).
+ */
 export const startPostgres = async (options: PostgresOptions = {}): Promise<ThrowawayPostgres> => {
   const bin = binDir()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "chaos-pg-"))
@@ -163,6 +178,40 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
   }
 
   const pgCtl = (args: ReadonlyArray<string>) => run(path.join(bin, "pg_ctl"), ["-D", dataDir, ...args])
+
+  // initdb for a cluster of its own; a base backup for a standby, with -R
+  // writing standby.signal and a primary_conninfo for the address it was
+  // copied from.
+  const create = (standbyOf: PostgresOptions["standbyOf"]) =>
+    standbyOf === undefined
+      ? run(path.join(bin, "initdb"), [
+        "-D",
+        dataDir,
+        "-U",
+        "postgres",
+        "-A",
+        "trust",
+        "-E",
+        "UTF8",
+        "--locale=C",
+        "--no-sync"
+      ])
+      : run(path.join(bin, "pg_basebackup"), [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        String(standbyOf.port),
+        "-U",
+        standbyOf.user,
+        "-D",
+        dataDir,
+        "-X",
+        "stream",
+        "-c",
+        "fast",
+        "-R",
+        "--no-sync"
+      ])
 
   const start = async (): Promise<void> => {
     await pgCtl(["start", "-w", "-t", "60", "-l", logFile]).catch((error: unknown) => {
@@ -236,6 +285,9 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
     },
     resume,
     kill,
+    promote: async () => {
+      await pgCtl(["promote", "-w", "-t", "60"])
+    },
     setReadOnly,
     terminateBackends,
     sql,
@@ -253,18 +305,9 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
   }
 
   try {
-    await run(path.join(bin, "initdb"), [
-      "-D",
-      dataDir,
-      "-U",
-      "postgres",
-      "-A",
-      "trust",
-      "-E",
-      "UTF8",
-      "--locale=C",
-      "--no-sync"
-    ])
+    await create(options.standbyOf)
+    // A standby's copy of postgresql.conf carries its primary's lines; these,
+    // appended after them, win.
     fs.appendFileSync(
       path.join(dataDir, "postgresql.conf"),
       [
@@ -286,7 +329,7 @@ export const startPostgres = async (options: PostgresOptions = {}): Promise<Thro
       ].join("\n")
     )
     await start()
-    await sql("CREATE DATABASE test", [], { database: "postgres" })
+    if (options.standbyOf === undefined) await sql("CREATE DATABASE test", [], { database: "postgres" })
     return server
   } catch (error) {
     await server.destroy()

@@ -30,6 +30,11 @@ export interface TopologyOptions {
   readonly pooled?: boolean
   /** Reuse a running database (not destroyed with the topology) instead of starting one. */
   readonly db?: ThrowawayPostgres
+  /**
+   * Where the paths (or PgBouncer) connect, when not to `db` itself: a proxy
+   * in front of it whose target can move to another server, say.
+   */
+  readonly upstreamPort?: number
 }
 
 export const startTopology = async (options: TopologyOptions): Promise<Topology> => {
@@ -45,8 +50,9 @@ export const startTopology = async (options: TopologyOptions): Promise<Topology>
     if (options.db === undefined) await db.destroy()
   }
   try {
-    if (options.pooled === true) bouncer = await startPgBouncer({ targetPort: db.port })
-    const targetPort = bouncer?.port ?? db.port
+    const upstreamPort = options.upstreamPort ?? db.port
+    if (options.pooled === true) bouncer = await startPgBouncer({ targetPort: upstreamPort })
+    const targetPort = bouncer?.port ?? upstreamPort
     for (const id of options.participants) proxies.set(id, await startProxy({ targetPort }))
   } catch (error) {
     await destroy()

@@ -1,3 +1,4 @@
+export * from "./AsyncStandby.js"
 export * from "./FaultProxy.js"
 export * from "./IntervalOracle.js"
 export { sleep, waitFor } from "./process.js"
