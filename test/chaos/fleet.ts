@@ -21,6 +21,12 @@ export const timing = {
   operationTimeout: Duration.millis(500)
 } as const
 
+/** Once faults end: a lease left behind expires, then a follower's poll claims it. */
+export const livenessBoundMs = Duration.toMillis(timing.leaseDuration) + 7_000
+
+/** How the participants reach the database: straight through their proxies, or on through one PgBouncer. */
+export type Path = "direct" | "pooled"
+
 export const table = "chaos_election"
 
 /** Creates the election table on the throwaway database, once, before any fleet starts. */

@@ -8,7 +8,7 @@ import { promisify } from "node:util"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FaultProxy, Mode, startProxy } from "./harness/FaultProxy.js"
-import { IntervalOracle } from "./harness/IntervalOracle.js"
+import { concurrentTime, IntervalOracle } from "./harness/IntervalOracle.js"
 import { isAlive, sleep, waitFor } from "./harness/process.js"
 import { topologyScoped } from "./harness/scoped.js"
 import {
@@ -544,6 +544,30 @@ describe("IntervalOracle", () => {
       at(2).started("a", 7)
       expect(tags(oracle)).toEqual(strictFences ? ["FenceWentBackwards"] : [])
     }
+  })
+
+  it("measures how long terms overlapped and which fences more than one term held", () => {
+    const { at, oracle } = manual()
+    at(0).started("a", 1n)
+    at(10).started("b", 1n)
+    at(15).started("c", 2n)
+    at(20).stopped("b")
+    at(30).stopped("a")
+    at(30).started("b", 3n)
+    expect(oracle.overlapMs()).toBe(20)
+    at(40).stopped("c")
+    expect(oracle.overlapMs()).toBe(30)
+    expect(oracle.reusedFences()).toEqual([1n])
+    at(41).stopped("b")
+    at(42).started("b", 3n)
+    expect(oracle.overlapMs()).toBe(30)
+    expect(oracle.reusedFences()).toEqual([1n, 3n])
+  })
+
+  it("concurrentTime counts back-to-back and empty spans as nothing", () => {
+    expect(concurrentTime([])).toBe(0)
+    expect(concurrentTime([{ start: 0, end: 10 }, { start: 10, end: 20 }, { start: 5, end: 5 }])).toBe(0)
+    expect(concurrentTime([{ start: 0, end: 10 }, { start: 2, end: 4 }, { start: 3, end: 12 }])).toBe(8)
   })
 
   it("reports protocol misuse: starting twice, stopping without starting", () => {

@@ -6,20 +6,18 @@
  */
 import { Duration } from "effect"
 import { expect } from "vitest"
-import { type Fleet, type FleetOptions, startFleet, timing } from "./fleet.js"
+import { type Fleet, type FleetOptions, livenessBoundMs, type Path, startFleet, timing } from "./fleet.js"
 import { type FaultProxy, Mode, type ProxyMode } from "./harness/FaultProxy.js"
 import { describeViolation } from "./harness/IntervalOracle.js"
 import { sleep } from "./harness/process.js"
 import type { Topology } from "./harness/Topology.js"
 
-export type Path = "direct" | "pooled"
+export { livenessBoundMs, type Path }
 
 const leaseMs = Duration.toMillis(timing.leaseDuration)
 
 /** A leader cut off from the database must have stepped down by the time its lease could expire there. */
 export const stepDownBoundMs = leaseMs + 500
-/** Once faults end: a lease left behind expires, then a follower's poll claims it. */
-export const livenessBoundMs = leaseMs + 7_000
 /** Longer than leaseDuration - safetyMargin: a term that lasts this long renewed within it. */
 const stableMs = leaseMs - 1_000 + 500
 

@@ -35,6 +35,26 @@ export interface IntervalOracleOptions {
 
 const endOf = (i: Interval): number => i.end ?? Number.POSITIVE_INFINITY
 
+/**
+ * How long two or more of `spans` ran at once, in their unit: the measure of
+ * the union of their pairwise intersections. A span is `[start, end)`, so
+ * one ending at the instant another starts adds nothing.
+ */
+export const concurrentTime = (spans: ReadonlyArray<{ readonly start: number; readonly end: number }>): number => {
+  // At one instant ends come before starts.
+  const edges = spans.flatMap((s) => s.end > s.start ? [[s.start, 1] as const, [s.end, -1] as const] : [])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1])
+  let open = 0
+  let since = 0
+  let total = 0
+  for (const [at, delta] of edges) {
+    if (open >= 2) total += at - since
+    open += delta
+    since = at
+  }
+  return total
+}
+
 const show = (i: Interval): string =>
   `${i.id}#${i.fence} [${i.start.toFixed(1)}, ${i.end === undefined ? "open" : i.end.toFixed(1)}]`
 
@@ -103,6 +123,23 @@ export class IntervalOracle {
   /** Participants that currently believe they lead. */
   leaders(): Array<Interval> {
     return [...this.open.values()]
+  }
+
+  /**
+   * How long two or more participants believed they led at once, in ms,
+   * terms still running counted up to now: the size of the overlaps that
+   * {@link violations} lists.
+   */
+  overlapMs(): number {
+    const now = this.now()
+    return concurrentTime(this.intervals().map((i) => ({ start: i.start, end: i.end ?? now })))
+  }
+
+  /** Fences held by more than one term (of one participant or several), ascending. */
+  reusedFences(): Array<bigint> {
+    const terms = new Map<bigint, number>()
+    for (const i of this.intervals()) terms.set(i.fence, (terms.get(i.fence) ?? 0) + 1)
+    return [...terms].filter(([, n]) => n > 1).map(([fence]) => fence).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   }
 
   /** Every safety violation in the record so far. */

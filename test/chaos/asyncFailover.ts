@@ -1,0 +1,134 @@
+/**
+ * A failover to an asynchronous standby that lost the last term (issue 39):
+ * the chaos fleet (three electors in this process, PgStore through their own
+ * fault proxies) on a primary whose standby streams through a proxy.
+ *
+ * 1. A leader on the primary; the standby replays its row; replication is cut.
+ * 2. The leader crashes (no release); a successor takes over under a new
+ *    fence, on the primary only.
+ * 3. Some 0-`killWithinMs` later the primary is SIGKILLed, the standby is
+ *    promoted and the participants' path moves to it: the standby still has
+ *    the first leader's row, as if the successor's term never happened.
+ *
+ * It measures, and asserts nothing: a caller (the CLI in failover.ts, or a
+ * chaos test once the library survives this) checks the result.
+ */
+import { Duration } from "effect"
+import { ensureSchema, livenessBoundMs, type Path, startFleet, table, timing } from "./fleet.js"
+import { type AsyncStandbyTopology, startAsyncStandby } from "./harness/AsyncStandby.js"
+import { describeViolation } from "./harness/IntervalOracle.js"
+import { sleep } from "./harness/process.js"
+import { quoteIdent } from "./harness/ThrowawayPostgres.js"
+
+/** A term as the oracle saw it, in ms from the promotion (negative: before it). */
+export interface FailoverTerm {
+  readonly id: string
+  readonly fence: bigint
+  readonly start: number
+  /** Undefined: still running when the run ended. */
+  readonly end: number | undefined
+}
+
+export interface AsyncFailoverResult {
+  readonly path: Path
+  /** How long two participants ran leader-only work at once over the whole run, ms. Safe: 0. */
+  readonly overlapMs: number
+  /** Fences more than one term held. Safe: none. */
+  readonly reusedFences: ReadonlyArray<bigint>
+  /** The oracle's findings (overlaps, fences reused or going backwards), described. */
+  readonly violations: ReadonlyArray<string>
+  /** The first leader's fence, which the standby still has, and the successor's, which died with the primary. */
+  readonly firstFence: bigint
+  readonly lostFence: bigint
+  /** The fence in the election's row on the standby once promoted, before anyone reached it. */
+  readonly standbyFence: bigint | undefined
+  /** From the successor's start to the primary's SIGKILL, ms. */
+  readonly killedAfterMs: number
+  /** From the SIGKILL until the promoted standby accepted writes and the path moved, ms. */
+  readonly promotionMs: number
+  /** From the promotion (path moved) to the first term begun after it, ms; undefined if none began. */
+  readonly leaderAfterPromotionMs: number | undefined
+  /** What issue 39 allows for that: leaseDuration + 2 × retryPeriod. */
+  readonly leaderBoundMs: number
+  readonly terms: ReadonlyArray<FailoverTerm>
+  /** The fleet's logs from the successor's start on, for a report. */
+  readonly logs: ReadonlyArray<string>
+}
+
+export interface AsyncFailoverOptions {
+  /** The primary dies this long after the successor started, at most (default 1000; uniform). */
+  readonly killWithinMs?: number
+  /** In [0, 1): draws the kill's delay (default Math.random). */
+  readonly random?: () => number
+}
+
+export const leaderBoundMs = Duration.toMillis(timing.leaseDuration) + 2 * Duration.toMillis(timing.retryPeriod)
+
+const standbyFence = async (topology: AsyncStandbyTopology, election: string): Promise<bigint | undefined> => {
+  const rows = await topology.standby.sql<{ fence: string }>(
+    `SELECT fence::text AS fence FROM ${quoteIdent(table)} WHERE name = $1`,
+    [election]
+  )
+  return rows[0] === undefined ? undefined : BigInt(rows[0].fence)
+}
+
+export const runAsyncFailover = async (
+  path: Path,
+  options: AsyncFailoverOptions = {}
+): Promise<AsyncFailoverResult> => {
+  const random = options.random ?? Math.random
+  const topology = await startAsyncStandby({ participants: ["a", "b", "c"], pooled: path === "pooled" })
+  try {
+    await ensureSchema(topology.primary.url())
+    // Stopping a participant is a crash: its lease stays behind.
+    const fleet = await startFleet(topology, { disableRelease: true })
+    try {
+      const first = await fleet.stableLeaderWithin(livenessBoundMs, 1_000)
+      await topology.caughtUp()
+      topology.cutReplication()
+
+      const crashedAt = performance.now()
+      await fleet.stop(first.id)
+      const successor = await fleet.nextTerm(crashedAt, livenessBoundMs, first.id)
+      const logsFrom = fleet.logs.length
+
+      await sleep(random() * (options.killWithinMs ?? 1_000))
+      const killedAt = performance.now()
+      await topology.killPrimary()
+      await topology.promoteStandby()
+      const held = await standbyFence(topology, fleet.name)
+      topology.moveToStandby()
+      const promotedAt = performance.now()
+
+      const next = await fleet.nextTerm(promotedAt, livenessBoundMs).catch(() => undefined)
+      // Until a term has lasted past leaseDuration - safetyMargin, any term
+      // from before the failover has run out, and the record is complete.
+      await fleet.stableLeaderWithin(livenessBoundMs, 2_500).catch(() => undefined)
+      const oracle = fleet.oracle
+      return {
+        path,
+        overlapMs: oracle.overlapMs(),
+        reusedFences: oracle.reusedFences(),
+        violations: oracle.violations().map(describeViolation),
+        firstFence: first.fence,
+        lostFence: successor.fence,
+        standbyFence: held,
+        killedAfterMs: killedAt - successor.start,
+        promotionMs: promotedAt - killedAt,
+        leaderAfterPromotionMs: next === undefined ? undefined : next.start - promotedAt,
+        leaderBoundMs,
+        terms: oracle.intervals().map((i) => ({
+          id: i.id,
+          fence: i.fence,
+          start: i.start - promotedAt,
+          end: i.end === undefined ? undefined : i.end - promotedAt
+        })),
+        logs: fleet.logs.slice(logsFrom)
+      }
+    } finally {
+      await fleet.destroy()
+    }
+  } finally {
+    await topology.destroy()
+  }
+}
