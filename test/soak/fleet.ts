@@ -66,8 +66,12 @@ export class Fleet {
     return this.members.get(slot)
   }
 
-  /** Starts a new process (a new identity) in `slot`. */
-  async start(slot: string): Promise<string> {
+  /**
+   * Starts a new process in `slot`, under a new identity unless `identity`
+   * gives one (two processes given the same one are still told apart here,
+   * by the id this returns).
+   */
+  async start(slot: string, options: { readonly identity?: string } = {}): Promise<string> {
     if (this.members.get(slot)?.exited === false) throw new Error(`slot ${slot} is running`)
     const id = `${slot}-${++this.generation}-${Math.random().toString(36).slice(2, 6)}`
     const logFile = path.join(this.options.dir, `${id}.jsonl`)
@@ -79,7 +83,7 @@ export class Fleet {
         SOAK_KIND: this.options.kind,
         SOAK_NAME: this.options.name,
         SOAK_TABLE: this.options.table,
-        SOAK_IDENTITY: id,
+        SOAK_IDENTITY: options.identity ?? id,
         SOAK_LOG: logFile,
         ...(this.options.dist === undefined ? {} : { SOAK_DIST: this.options.dist }),
         ...(this.options.listenUrl === undefined ? {} : { SOAK_LISTEN_URL: this.options.listenUrl })
