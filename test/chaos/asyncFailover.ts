@@ -6,9 +6,10 @@
  * 1. A leader on the primary; the standby replays its row; replication is cut.
  * 2. The leader crashes (no release); a successor takes over under a new
  *    fence, on the primary only.
- * 3. Some 0-`killWithinMs` later the primary is SIGKILLed, the standby is
- *    promoted and the participants' path moves to it: the standby still has
- *    the first leader's row, as if the successor's term never happened.
+ * 3. Some 0-`killWithinMs` later the primary is SIGKILLed (with the
+ *    successor, when `zoneLost`), the standby is promoted and the
+ *    participants' path moves to it: the standby still has the first
+ *    leader's row, as if the successor's term never happened.
  *
  * It measures, and asserts nothing: a caller (the CLI in failover.ts, or a
  * chaos test once the library survives this) checks the result.
@@ -31,6 +32,7 @@ export interface FailoverTerm {
 
 export interface AsyncFailoverResult {
   readonly path: Path
+  readonly zoneLost: boolean
   /** How long two participants ran leader-only work at once over the whole run, ms. Safe: 0. */
   readonly overlapMs: number
   /** Fences more than one term held. Safe: none. */
@@ -60,6 +62,8 @@ export interface AsyncFailoverOptions {
   readonly killWithinMs?: number
   /** In [0, 1): draws the kill's delay (default Math.random). */
   readonly random?: () => number
+  /** The successor crashes with the primary, as when a zone is lost (default false). */
+  readonly zoneLost?: boolean
 }
 
 export const leaderBoundMs = Duration.toMillis(timing.leaseDuration) + 2 * Duration.toMillis(timing.retryPeriod)
@@ -94,7 +98,7 @@ export const runAsyncFailover = async (
 
       await sleep(random() * (options.killWithinMs ?? 1_000))
       const killedAt = performance.now()
-      await topology.killPrimary()
+      await Promise.all([topology.killPrimary(), options.zoneLost === true ? fleet.stop(successor.id) : undefined])
       await topology.promoteStandby()
       const held = await standbyFence(topology, fleet.name)
       topology.moveToStandby()
@@ -107,6 +111,7 @@ export const runAsyncFailover = async (
       const oracle = fleet.oracle
       return {
         path,
+        zoneLost: options.zoneLost === true,
         overlapMs: oracle.overlapMs(),
         reusedFences: oracle.reusedFences(),
         violations: oracle.violations().map(describeViolation),

@@ -9,7 +9,8 @@
  *
  * FAILOVER_RUNS (default 3) runs per path, FAILOVER_PATHS (`direct`,
  * `pooled`; default both), FAILOVER_SEED (default 1) draws when the primary
- * dies, FAILOVER_JSON=file writes every result. Exits 0 with a report
+ * dies, FAILOVER_ZONE_LOST=1 crashes the successor with it,
+ * FAILOVER_JSON=file writes every result. Exits 0 with a report
  * whatever it measured; 1 only if a run could not be carried out.
  */
 import * as fs from "node:fs"
@@ -23,6 +24,7 @@ const paths = (process.env["FAILOVER_PATHS"] ?? "direct,pooled").split(",").map(
 for (const p of paths) if (p !== "direct" && p !== "pooled") throw new Error(`unknown path ${p}: direct, pooled`)
 const seed = Number(process.env["FAILOVER_SEED"] ?? 1)
 const random = prng(seed)
+const zoneLost = process.env["FAILOVER_ZONE_LOST"] === "1"
 
 const ms = (n: number | undefined): string => n === undefined ? "none" : n.toFixed(0)
 
@@ -41,7 +43,7 @@ let failed = 0
 for (const path of paths) {
   for (let i = 0; i < runs; i++) {
     try {
-      const result = await runAsyncFailover(path, { random })
+      const result = await runAsyncFailover(path, { random, zoneLost })
       results.push(result)
       console.log(line(result, i))
       for (const t of result.terms) {
@@ -54,7 +56,11 @@ for (const path of paths) {
   }
 }
 
-console.log(`\nseed ${seed}, ${runs} run(s) per path; terms in ms from the promotion`)
+console.log(
+  `\nseed ${seed}, ${runs} run(s) per path${
+    zoneLost ? ", the successor crashed with the primary" : ""
+  }; terms in ms from the promotion`
+)
 for (const path of paths) {
   const mine = results.filter((r) => r.path === path)
   const overlapping = mine.filter((r) => r.overlapMs > 0)
