@@ -38,7 +38,7 @@ for (const p of paths) {
     results.push(r)
     console.log(
       [
-        `both leading ${r.bothLeadingMs.toFixed(0)} ms of ${seconds * 1000};`,
+        `both leading ${r.bothLeadingMs.toFixed(0)} ms in ${seconds} s;`,
         `fences in both processes' terms [${r.sharedFences.join(", ")}];`,
         `ERROR lines naming the collision: ${r.collisionErrors.length};`,
         `oracle ${JSON.stringify(r.violations)};`,
