@@ -61,11 +61,12 @@ import * as Elector from "../../Elector.js"
 import { scheduler as runningScheduler } from "../../internal/runtime/runtime.js"
 import type * as Job from "../../Job.js"
 import * as Leadership from "../../Leadership.js"
+import type * as Lease from "../../Lease.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
 import * as Faulty from "./FaultyStore.js"
 import { type Belief, Oracle, type Violation } from "./Oracle.js"
-import type { Faults, HintFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
+import type { Event, Faults, HintFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops } from "./Schedule.js"
 import { Gate, type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
 
@@ -76,23 +77,6 @@ import { Gate, type Rate, rate, rateToNumber, scaledClock, VirtualTime } from ".
  * yields to the event loop).
  */
 let runs = 0
-
-interface Incarnation {
-  readonly identity: string
-  readonly gate: Gate
-  readonly elector: Elector.ElectorShape
-  readonly path: Path
-  readonly fiber: Fiber.RuntimeFiber<never, unknown>
-}
-
-interface Slot {
-  readonly index: number
-  readonly rate: Rate
-  faults: Faults | undefined
-  hints: HintFault | undefined
-  incarnations: number
-  current: Incarnation | undefined
-}
 
 export interface Result {
   readonly violation: Violation | undefined
@@ -157,6 +141,81 @@ export interface RunOptions {
   /** Set up afresh for every run. */
   readonly workload?: ((timeline: Timeline) => Workload) | undefined
 }
+
+export const livenessBound = (schedule: Schedule, step: number): number => {
+  const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
+  const slowest = Math.min(...schedule.rates.map(rateToNumber))
+  const steppedBack = schedule.events.reduce((sum, e) => sum + (e.event._tag === "StepBack" ? e.event.millis : 0), 0)
+  const base = Math.ceil((operationTimeout + retryPeriod) / slowest + leaseDuration + steppedBack) + step + 10
+  return schedule.priorities === undefined ? base : base + preferenceBound(schedule)
+}
+
+/**
+ * With preferred leaders, how much longer the most preferred participant may
+ * take to lead once someone does: its resignation's hold-off (leaseDuration
+ * on its clock), its first advertisement after it (one poll), preemptAfter
+ * (2 leaseDurations, on the database clock) of being alive, the leader's
+ * next look at the candidates and the successor's claim (a poll each).
+ */
+const preferenceBound = (schedule: Schedule): number => {
+  const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
+  const slowest = Math.min(...schedule.rates.map(rateToNumber))
+  return Math.ceil((leaseDuration + 3 * (operationTimeout + retryPeriod)) / slowest + 2 * leaseDuration)
+}
+
+/**
+ * What moves time in a run: the fast scheduler of {@link VirtualTime}, or
+ * Effect's TestClock (see `TestDriver.ts`).
+ */
+export interface Driver {
+  /** The timeline, in milliseconds since the run started. */
+  readonly millis: () => number
+  /** A clock reading the timeline at `rate`, `offset` ahead. */
+  readonly clock: (r: Rate, offset?: Duration.Duration) => Clock.Clock
+  /** Runs `effect` at the current instant; it must not wait on time. */
+  readonly exec: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  /** The scheduler the fleet's fibers run on (each process through its own {@link Gate}). */
+  readonly scheduler: Scheduler.Scheduler
+  /** Starts a fiber of the fleet. */
+  readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+  /** Moves the timeline to `target`, letting every woken fiber run. */
+  readonly advanceTo: (target: number) => Effect.Effect<void>
+}
+
+/** The fast scheduler: every wake-up runs to quiescence synchronously. */
+export const virtualDriver = (): Driver => {
+  const vt = new VirtualTime()
+  return {
+    millis: () => vt.millis,
+    clock: (r, offset) => vt.clock(r, offset),
+    scheduler: vt.scheduler,
+    exec: (effect) => Effect.sync(() => vt.run(effect)),
+    fork: (effect) => vt.fork(effect),
+    advanceTo: (target) => Effect.sync(() => vt.advanceTo(target))
+  }
+}
+
+/**
+ * Effect's TestClock: the run is an Effect of the calling test, and time
+ * moves by `TestClock.adjust`, which lets woken fibers run by yielding to
+ * the event loop (slower than the fast scheduler, see bench/simulation-drivers.ts).
+ */
+export const testClockDriver: Effect.Effect<Driver> = Effect.gen(function*() {
+  const testClock = yield* TestClock.testClock()
+  const runtime = yield* Effect.runtime<never>()
+  const scheduler = yield* runningScheduler
+  const origin = testClock.unsafeCurrentTimeMillis()
+  const millis = () => testClock.unsafeCurrentTimeMillis() - origin
+  const timeline = { millis, sleepMillis: (ms: number) => testClock.sleep(Duration.millis(Math.max(1, Math.ceil(ms)))) }
+  return {
+    millis,
+    clock: (r, offset) => scaledClock(timeline, r, offset),
+    scheduler,
+    exec: (effect) => effect,
+    fork: (effect) => Runtime.runFork(runtime)(effect),
+    advanceTo: (target) => Effect.suspend(() => testClock.adjust(Duration.millis(target - millis())))
+  }
+})
 
 /** A FaultyStore whose faults take turns, call by call; and the wake-up hints that reach its participant. */
 interface Path {
@@ -250,98 +309,86 @@ const hangAll: Faults = {
   inspect: [{ _tag: "Hang" }]
 }
 
-export const livenessBound = (schedule: Schedule, step: number): number => {
-  const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
-  const slowest = Math.min(...schedule.rates.map(rateToNumber))
-  const steppedBack = schedule.events.reduce((sum, e) => sum + (e.event._tag === "StepBack" ? e.event.millis : 0), 0)
-  const base = Math.ceil((operationTimeout + retryPeriod) / slowest + leaseDuration + steppedBack) + step + 10
-  return schedule.priorities === undefined ? base : base + preferenceBound(schedule)
-}
-
 /**
- * With preferred leaders, how much longer the most preferred participant may
- * take to lead once someone does: its resignation's hold-off (leaseDuration
- * on its clock), its first advertisement after it (one poll), preemptAfter
- * (2 leaseDurations, on the database clock) of being alive, the leader's
- * next look at the candidates and the successor's claim (a poll each).
+ * The database the fleet shares: a MemoryStore on a clock that follows the
+ * timeline three days ahead and only ever steps back, behind one store-wide
+ * {@link Path} (the database's own faults).
  */
-const preferenceBound = (schedule: Schedule): number => {
-  const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
-  const slowest = Math.min(...schedule.rates.map(rateToNumber))
-  return Math.ceil((leaseDuration + 3 * (operationTimeout + retryPeriod)) / slowest + 2 * leaseDuration)
+interface Database {
+  /** The database clock, which `StepBack` events move. */
+  readonly clock: MemoryStore.DatabaseClock
+  /** What the database holds, past every fault: what the oracle checks beliefs against. */
+  readonly inspect: Store.StoreShape["inspect"]
+  /** The faults of the database itself, which every participant meets. */
+  readonly storeWide: Path
+  /** A new process's own way to the database: its path's faults, then the store-wide ones. */
+  readonly connect: () => Path
 }
 
-/**
- * What moves time in a run: the fast scheduler of {@link VirtualTime}, or
- * Effect's TestClock (see `TestDriver.ts`).
- */
-export interface Driver {
-  /** The timeline, in milliseconds since the run started. */
-  readonly millis: () => number
-  /** A clock reading the timeline at `rate`, `offset` ahead. */
-  readonly clock: (r: Rate, offset?: Duration.Duration) => Clock.Clock
-  /** Runs `effect` at the current instant; it must not wait on time. */
-  readonly exec: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
-  /** The scheduler the fleet's fibers run on (each process through its own {@link Gate}). */
-  readonly scheduler: Scheduler.Scheduler
-  /** Starts a fiber of the fleet. */
-  readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
-  /** Moves the timeline to `target`, letting every woken fiber run. */
-  readonly advanceTo: (target: number) => Effect.Effect<void>
-}
-
-/** The fast scheduler: every wake-up runs to quiescence synchronously. */
-export const virtualDriver = (): Driver => {
-  const vt = new VirtualTime()
-  return {
-    millis: () => vt.millis,
-    clock: (r, offset) => vt.clock(r, offset),
-    scheduler: vt.scheduler,
-    exec: (effect) => Effect.sync(() => vt.run(effect)),
-    fork: (effect) => vt.fork(effect),
-    advanceTo: (target) => Effect.sync(() => vt.advanceTo(target))
-  }
-}
-
-/**
- * Effect's TestClock: the run is an Effect of the calling test, and time
- * moves by `TestClock.adjust`, which lets woken fibers run by yielding to
- * the event loop (slower than the fast scheduler, see bench/simulation-drivers.ts).
- */
-export const testClockDriver: Effect.Effect<Driver> = Effect.gen(function*() {
-  const testClock = yield* TestClock.testClock()
-  const runtime = yield* Effect.runtime<never>()
-  const scheduler = yield* runningScheduler
-  const origin = testClock.unsafeCurrentTimeMillis()
-  const millis = () => testClock.unsafeCurrentTimeMillis() - origin
-  const timeline = { millis, sleepMillis: (ms: number) => testClock.sleep(Duration.millis(Math.max(1, Math.ceil(ms)))) }
-  return {
-    millis,
-    clock: (r, offset) => scaledClock(timeline, r, offset),
-    scheduler,
-    exec: (effect) => effect,
-    fork: (effect) => Runtime.runFork(runtime)(effect),
-    advanceTo: (target) => Effect.suspend(() => testClock.adjust(Duration.millis(target - millis())))
-  }
-})
-
-export const run = (schedule: Schedule, options: RunOptions): Result =>
-  Effect.runSync(runWith(virtualDriver(), schedule, options))
-
-export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions): Effect.Effect<Result> =>
+/** Opens the fleet's database: the one place that says what the store is and how a participant's calls reach it. */
+const openDatabase = (driver: Driver): Effect.Effect<Database> =>
   Effect.gen(function*() {
-    const oracle = new Oracle()
-    const election = `sim-${(runs++).toString(36)}`
-    const quiet = <A, E>(effect: Effect.Effect<A, E>) => Logger.withMinimumLogLevel(effect, LogLevel.None)
-    const dbClock = yield* driver.exec(
+    const clock = yield* driver.exec(
       Effect.withClock(MemoryStore.makeClock({ offset: Duration.days(3) }), driver.clock(rate(10_000)))
     )
-    const db = yield* driver.exec(MemoryStore.make({ clock: dbClock }))
+    const db = yield* driver.exec(MemoryStore.make({ clock }))
     const storeWide = path(db)
-    const { config } = schedule
-    const scope = yield* Scope.make()
+    return { clock, inspect: db.inspect, storeWide, connect: () => path(storeWide.store) }
+  })
 
-    const slots: Array<Slot> = schedule.rates.map((r, index) => ({
+/** The fleet's processes log nothing: the oracle, not the log, says what went wrong. */
+const quiet = <A, E>(effect: Effect.Effect<A, E>) => Logger.withMinimumLogLevel(effect, LogLevel.None)
+
+interface Incarnation {
+  readonly identity: string
+  readonly gate: Gate
+  readonly elector: Elector.ElectorShape
+  readonly path: Path
+  readonly fiber: Fiber.RuntimeFiber<never, unknown>
+}
+
+interface Slot {
+  readonly index: number
+  readonly rate: Rate
+  faults: Faults | undefined
+  hints: HintFault | undefined
+  incarnations: number
+  current: Incarnation | undefined
+}
+
+/** What a fleet is made of: the run's schedule, database and oracle, and the user's workload. */
+interface FleetOptions {
+  readonly driver: Driver
+  readonly schedule: Schedule
+  readonly election: string
+  readonly database: Database
+  /** Holds every elector the fleet makes, until the run ends. */
+  readonly scope: Scope.Scope
+  readonly oracle: Oracle
+  readonly workload: Workload
+  /** The run's seed, from which each process's Random is drawn. */
+  readonly seed: number
+}
+
+/** What every live participant believes, and what the database holds. */
+interface Observation {
+  readonly beliefs: ReadonlyArray<Belief>
+  readonly lease: Lease.Lease | undefined
+}
+
+/**
+ * The participants of one run, slot by slot: starts and stops their
+ * processes, applies the schedule's events to them and observes them. A
+ * slot keeps its faults across restarts; its processes are its
+ * incarnations.
+ */
+class Fleet {
+  private readonly slots: ReadonlyArray<Slot>
+  /** Frozen processes, by the instant they thaw. */
+  private readonly thaws: Array<{ readonly at: number; readonly gate: Gate }> = []
+
+  constructor(private readonly options: FleetOptions) {
+    this.slots = options.schedule.rates.map((r, index) => ({
       index,
       rate: r,
       faults: undefined,
@@ -349,215 +396,286 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
       incarnations: 0,
       current: undefined
     }))
+  }
 
-    const workload = options.workload?.({ now: driver.millis }) ?? {}
-    const invariant = workload.invariant
-    const userWork = workload.work
-    const job = workload.job
-    const scheduled = (slot: number, identity: string, elector: Elector.ElectorShape, clock: Clock.Clock) =>
-      job === undefined
-        ? Effect.never
-        : Elector.schedule("sim-job", job.when, (at) => job.run({ slot, identity, fence: at.fence }, at), {
-          delivery: job.delivery
-        }).pipe(Effect.provideService(Elector.Elector, elector), Effect.withClock(clock), Effect.orDie)
-    /** The participant's terms, as `whileLeader` runs them: the oracle sees each start and stop, and any crash. */
-    const terms = (slot: number, identity: string, elector: Elector.ElectorShape, clock: Clock.Clock) =>
-      Elector.whileLeader(Effect.flatMap(Leadership.Leadership, ({ fence }) =>
-        Effect.suspend(() => {
-          oracle.onStart(identity, fence, driver.millis())
-          const term = { slot, identity, fence }
-          const work = userWork === undefined
-            ? Effect.never
-            : Effect.zipRight(Effect.isEffect(userWork) ? userWork : userWork(term), Effect.never)
-          return Effect.tapErrorCause(work, (cause) =>
-            Effect.sync(() => oracle.crash(identity, fence, driver.millis(), cause)))
-        }).pipe(Effect.ensuring(Effect.sync(() =>
-          oracle.onStop(identity, fence, driver.millis())
-        ))))).pipe(
-          Effect.provideService(Elector.Elector, elector),
-          Effect.withClock(clock),
-          Effect.ignore
+  /** Starts every slot's first process. */
+  start(): Effect.Effect<void> {
+    return Effect.gen(this, function*() {
+      for (const slot of this.slots) yield* this.launch(slot)
+    })
+  }
+
+  /**
+   * Shuts every process down cleanly and heals the database, so that calls
+   * still hanging can time out.
+   */
+  stop(): Effect.Effect<void> {
+    return Effect.gen(this, function*() {
+      for (const slot of this.slots) yield* this.halt(slot, false)
+      this.options.database.storeWide.set(undefined)
+    })
+  }
+
+  /** Applies one event of the schedule, at the current instant. */
+  apply(event: Event): Effect.Effect<void> {
+    const { driver, database, oracle } = this.options
+    switch (event._tag) {
+      case "Partition":
+      case "Heal":
+        return Effect.map(this.target(event.slot), (slot) => {
+          if (slot === undefined) return
+          slot.faults = event._tag === "Partition" ? event.faults : undefined
+          slot.current?.path.set(slot.faults)
+          if (event._tag === "Heal") slot.hints = undefined
+          slot.current?.path.setHints(slot.hints)
+        })
+      case "Hints":
+        return Effect.map(this.target(event.slot), (slot) => {
+          if (slot === undefined) return
+          slot.hints = event.hints
+          slot.current?.path.setHints(slot.hints)
+        })
+      case "Forge":
+        return driver.exec(Effect.sync(() => {
+          for (const slot of this.slots) slot.current?.path.forge()
+        }))
+      case "StoreFault":
+        return Effect.sync(() => database.storeWide.set(event.faults))
+      case "StoreHeal":
+        return Effect.sync(() => database.storeWide.set(undefined))
+      case "Crash":
+        return Effect.flatMap(
+          this.target(event.slot),
+          (slot) => slot === undefined ? Effect.void : this.halt(slot, true)
         )
-
-    const start = (slot: Slot) =>
-      Effect.gen(function*() {
-        const identity = `p${slot.index}.${slot.incarnations++}`
-        const via = path(storeWide.store)
-        via.set(slot.faults)
-        via.setHints(slot.hints)
-        const clock = driver.clock(slot.rate, Duration.hours(slot.index * 7))
-        const gate = new Gate(driver.scheduler)
-        const elector = yield* driver.exec(
-          Elector.make({
-            name: election,
-            identity,
-            leaseDuration: Duration.millis(config.leaseDuration),
-            renewInterval: Duration.millis(config.renewInterval),
-            retryPeriod: Duration.millis(config.retryPeriod),
-            operationTimeout: Duration.millis(config.operationTimeout),
-            priority: schedule.priorities?.[slot.index]
-          }).pipe(
-            Effect.provideService(Store.Store, via.store),
-            Effect.withClock(clock),
-            Scope.extend(scope),
-            Effect.orDie,
-            Effect.withScheduler(gate)
-          )
+      case "Restart":
+        return Effect.flatMap(
+          this.target(event.slot),
+          (slot) => slot === undefined ? Effect.void : Effect.zipRight(this.halt(slot, false), this.launch(slot))
         )
-        const seed = options.seed * 131 + slot.index * 17 + slot.incarnations
-        const participate = Effect.fork(scheduled(slot.index, identity, elector, clock)).pipe(
-          Effect.zipRight(Effect.fork(terms(slot.index, identity, elector, clock))),
-          Effect.zipRight(elector.run)
-        )
-        const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(participate, Random.make(seed))), gate))
-        slot.current = { identity, gate, elector, path: via, fiber }
-      })
-
-    const stop = (slot: Slot, crash: boolean) =>
-      Effect.suspend(() => {
-        const current = slot.current
-        if (current === undefined) return Effect.void
-        if (crash) current.path.set(hangAll)
-        slot.current = undefined
-        return driver.exec(Fiber.interruptFork(current.fiber))
-      })
-
-    const target = (t: Target) =>
-      t === "leader"
-        ? Effect.map(
-          Effect.findFirst(slots, (slot) =>
-            slot.current === undefined ? Effect.succeed(false) : driver.exec(slot.current.elector.isLeader)),
-          Option.getOrUndefined
-        )
-        : Effect.succeed(slots[t])
-
-    const handle = ({ event }: Timed): Effect.Effect<void> => {
-      switch (event._tag) {
-        case "Partition":
-        case "Heal":
-          return Effect.map(target(event.slot), (slot) => {
-            if (slot === undefined) return
-            slot.faults = event._tag === "Partition" ? event.faults : undefined
-            slot.current?.path.set(slot.faults)
-            if (event._tag === "Heal") slot.hints = undefined
-            slot.current?.path.setHints(slot.hints)
-          })
-        case "Hints":
-          return Effect.map(target(event.slot), (slot) => {
-            if (slot === undefined) return
-            slot.hints = event.hints
-            slot.current?.path.setHints(slot.hints)
-          })
-        case "Forge":
-          return driver.exec(Effect.sync(() => {
-            for (const slot of slots) slot.current?.path.forge()
-          }))
-        case "StoreFault":
-          return Effect.sync(() => storeWide.set(event.faults))
-        case "StoreHeal":
-          return Effect.sync(() => storeWide.set(undefined))
-        case "Crash":
-          return Effect.flatMap(target(event.slot), (slot) => slot === undefined ? Effect.void : stop(slot, true))
-        case "Restart":
-          return Effect.flatMap(
-            target(event.slot),
-            (slot) => slot === undefined ? Effect.void : Effect.zipRight(stop(slot, false), start(slot))
-          )
-        case "StepBack":
-          return driver.exec(dbClock.stepBack(Duration.millis(event.millis)))
-        case "Freeze":
-          return Effect.map(target(event.slot), (slot) => {
-            const current = slot?.current
-            if (current === undefined) return
-            current.gate.freeze()
-            oracle.onFreeze(current.identity)
-            thaws.push({ at: driver.millis() + event.millis, gate: current.gate })
-            thaws.sort((a, b) => a.at - b.at)
-          })
-        case "Resign":
-          // On the process's own fibers: resigning waits for the term to end.
-          return Effect.map(target(event.slot), (slot) => {
-            const current = slot?.current
-            if (current !== undefined) driver.fork(Effect.withScheduler(quiet(current.elector.resign), current.gate))
-          })
-      }
+      case "StepBack":
+        return driver.exec(database.clock.stepBack(Duration.millis(event.millis)))
+      case "Freeze":
+        return Effect.map(this.target(event.slot), (slot) => {
+          const current = slot?.current
+          if (current === undefined) return
+          current.gate.freeze()
+          oracle.onFreeze(current.identity)
+          this.thaws.push({ at: driver.millis() + event.millis, gate: current.gate })
+          this.thaws.sort((a, b) => a.at - b.at)
+        })
+      case "Resign":
+        // On the process's own fibers: resigning waits for the term to end.
+        return Effect.map(this.target(event.slot), (slot) => {
+          const current = slot?.current
+          if (current !== undefined) driver.fork(Effect.withScheduler(quiet(current.elector.resign), current.gate))
+        })
     }
+  }
 
-    /** Frozen processes, by the instant they thaw. */
-    const thaws: Array<{ readonly at: number; readonly gate: Gate }> = []
-    const thawAll = () => {
-      for (const { gate } of thaws.splice(0)) gate.thaw()
-    }
+  /** When the next frozen process thaws, if one is frozen. */
+  nextThaw(): number | undefined {
+    return this.thaws[0]?.at
+  }
 
-    /** Handles the events and thaws due by `t`, in time order (a thaw first on a tie). */
-    const until = (t: number) =>
-      Effect.gen(function*() {
-        for (;;) {
-          const event = schedule.events[next]
-          const thaw = thaws[0]
-          const eventAt = event !== undefined && event.at <= t ? event.at : Infinity
-          const thawAt = thaw !== undefined && thaw.at <= t ? thaw.at : Infinity
-          if (eventAt === Infinity && thawAt === Infinity) return
-          if (thawAt <= eventAt) {
-            yield* driver.advanceTo(thawAt)
-            thaws.shift()!.gate.thaw()
-          } else {
-            next++
-            yield* driver.advanceTo(eventAt)
-            yield* handle(event!)
-          }
-        }
-      })
+  /** Thaws the process whose freeze ends first. */
+  thawNext(): void {
+    this.thaws.shift()?.gate.thaw()
+  }
 
-    const calm = Effect.suspend(() => {
-      storeWide.set(undefined)
-      thawAll()
-      return Effect.forEach(slots, (slot) => {
+  /** The faults stop: the database and every path heal, frozen processes thaw, dead slots restart. */
+  calm(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      this.options.database.storeWide.set(undefined)
+      for (const { gate } of this.thaws.splice(0)) gate.thaw()
+      return Effect.forEach(this.slots, (slot) => {
         slot.faults = undefined
         slot.hints = undefined
-        if (slot.current === undefined) return start(slot)
+        if (slot.current === undefined) return this.launch(slot)
         slot.current.path.set(undefined)
         slot.current.path.setHints(undefined)
         return Effect.void
       }, { discard: true })
     })
+  }
 
-    const observe = Effect.gen(function*() {
+  /** What every live participant believes, and what the database holds, at the current instant. */
+  observe(): Effect.Effect<Observation> {
+    const { driver, database, election } = this.options
+    return driver.exec(Effect.gen(this, function*() {
       const beliefs: Array<Belief> = []
-      for (const slot of slots) {
+      for (const slot of this.slots) {
         const current = slot.current
         if (current === undefined) continue
         const isLeader = yield* current.elector.isLeader
         const fence = yield* current.elector.fence
         beliefs.push({ identity: current.identity, isLeader, fence: Option.getOrUndefined(fence) })
       }
-      const lease = yield* Effect.option(db.inspect(election))
+      const lease = yield* Effect.option(database.inspect(election))
       return { beliefs, lease: Option.getOrUndefined(lease) }
-    })
+    }))
+  }
 
+  /** The slot an event hits: the one named, or the leader's (none if nobody leads). */
+  private target(t: Target): Effect.Effect<Slot | undefined> {
+    const { driver } = this.options
+    return t === "leader"
+      ? Effect.map(
+        Effect.findFirst(
+          this.slots,
+          (slot) => slot.current === undefined ? Effect.succeed(false) : driver.exec(slot.current.elector.isLeader)
+        ),
+        Option.getOrUndefined
+      )
+      : Effect.succeed(this.slots[t])
+  }
+
+  /** A new process in `slot`: a new identity, on the slot's clock, behind the slot's faults. */
+  private launch(slot: Slot): Effect.Effect<void> {
+    const { config, priorities } = this.options.schedule
+    const { database, driver, election, scope, seed } = this.options
+    return Effect.gen(this, function*() {
+      const identity = `p${slot.index}.${slot.incarnations++}`
+      const via = database.connect()
+      via.set(slot.faults)
+      via.setHints(slot.hints)
+      const clock = driver.clock(slot.rate, Duration.hours(slot.index * 7))
+      const gate = new Gate(driver.scheduler)
+      const elector = yield* driver.exec(
+        Elector.make({
+          name: election,
+          identity,
+          leaseDuration: Duration.millis(config.leaseDuration),
+          renewInterval: Duration.millis(config.renewInterval),
+          retryPeriod: Duration.millis(config.retryPeriod),
+          operationTimeout: Duration.millis(config.operationTimeout),
+          priority: priorities?.[slot.index]
+        }).pipe(
+          Effect.provideService(Store.Store, via.store),
+          Effect.withClock(clock),
+          Scope.extend(scope),
+          Effect.orDie,
+          Effect.withScheduler(gate)
+        )
+      )
+      const random = Random.make(seed * 131 + slot.index * 17 + slot.incarnations)
+      const participate = Effect.fork(this.job(slot.index, identity, elector, clock)).pipe(
+        Effect.zipRight(Effect.fork(this.terms(slot.index, identity, elector, clock))),
+        Effect.zipRight(elector.run)
+      )
+      const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(participate, random)), gate))
+      slot.current = { identity, gate, elector, path: via, fiber }
+    })
+  }
+
+  /**
+   * Ends the process in `slot`, if one runs. A crashed one's calls all hang
+   * from now on (nothing it sends arrives) and it never releases.
+   */
+  private halt(slot: Slot, crash: boolean): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const current = slot.current
+      if (current === undefined) return Effect.void
+      if (crash) current.path.set(hangAll)
+      slot.current = undefined
+      return this.options.driver.exec(Fiber.interruptFork(current.fiber))
+    })
+  }
+
+  /** The participant's terms, as `whileLeader` runs them: the oracle sees each start and stop, and any crash. */
+  private terms(slot: number, identity: string, elector: Elector.ElectorShape, clock: Clock.Clock) {
+    const { driver, oracle, workload: { work: userWork } } = this.options
+    return Elector.whileLeader(Effect.flatMap(Leadership.Leadership, ({ fence }) =>
+      Effect.suspend(() => {
+        oracle.onStart(identity, fence, driver.millis())
+        const term = { slot, identity, fence }
+        const work = userWork === undefined
+          ? Effect.never
+          : Effect.zipRight(Effect.isEffect(userWork) ? userWork : userWork(term), Effect.never)
+        return Effect.tapErrorCause(work, (cause) =>
+          Effect.sync(() => oracle.crash(identity, fence, driver.millis(), cause)))
+      }).pipe(Effect.ensuring(Effect.sync(() =>
+        oracle.onStop(identity, fence, driver.millis())
+      ))))).pipe(
+        Effect.provideService(Elector.Elector, elector),
+        Effect.withClock(clock),
+        Effect.ignore
+      )
+  }
+
+  /** The workload's scheduled job, as the participant runs it. */
+  private job(slot: number, identity: string, elector: Elector.ElectorShape, clock: Clock.Clock) {
+    const { job } = this.options.workload
+    return job === undefined
+      ? Effect.never
+      : Elector.schedule("sim-job", job.when, (at) => job.run({ slot, identity, fence: at.fence }, at), {
+        delivery: job.delivery
+      }).pipe(Effect.provideService(Elector.Elector, elector), Effect.withClock(clock), Effect.orDie)
+  }
+}
+
+/**
+ * Plays what falls due by `t`, each at its instant and in time order: the
+ * schedule's pending events (taken off the queue as they play) and the
+ * fleet's thaws (a thaw first on a tie).
+ */
+const playUntil = (driver: Driver, fleet: Fleet, pending: Array<Timed>, t: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    for (;;) {
+      const event = pending[0]
+      const thaw = fleet.nextThaw()
+      const eventAt = event !== undefined && event.at <= t ? event.at : Infinity
+      const thawAt = thaw !== undefined && thaw <= t ? thaw : Infinity
+      if (eventAt === Infinity && thawAt === Infinity) return
+      if (thawAt <= eventAt) {
+        yield* driver.advanceTo(thawAt)
+        fleet.thawNext()
+      } else {
+        pending.shift()
+        yield* driver.advanceTo(eventAt)
+        yield* fleet.apply(event!.event)
+      }
+    }
+  })
+
+/**
+ * Runs `schedule` on `driver`: the events play through the fault window,
+ * then every fault stops and someone must lead within the liveness bound;
+ * the oracle samples the fleet at every step.
+ */
+export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions): Effect.Effect<Result> =>
+  Effect.gen(function*() {
+    const oracle = new Oracle()
+    const election = `sim-${(runs++).toString(36)}`
+    const database = yield* openDatabase(driver)
+    const scope = yield* Scope.make()
+    const workload = options.workload?.({ now: driver.millis }) ?? {}
+    const fleet = new Fleet({ driver, schedule, election, database, scope, oracle, workload, seed: options.seed })
+    const { config, priorities } = schedule
+    const { invariant } = workload
     const bound = livenessBound(schedule, options.step)
     const calmAt = schedule.window
     const end = calmAt + bound
-    for (const slot of slots) yield* start(slot)
-    let next = 0
+
+    yield* fleet.start()
+    const pending = [...schedule.events]
     let calmed = false
     for (let t = 0; t <= end && oracle.violation === undefined; t += options.step) {
-      yield* until(t)
+      yield* playUntil(driver, fleet, pending, t)
       if (!calmed && t >= calmAt) {
         yield* driver.advanceTo(calmAt)
-        yield* calm
+        yield* fleet.calm()
         calmed = true
-        if (schedule.priorities !== undefined) oracle.calm(calmAt, 2 * config.leaseDuration)
+        if (priorities !== undefined) oracle.calm(calmAt, 2 * config.leaseDuration)
       }
       yield* driver.advanceTo(t)
-      const { beliefs, lease } = yield* driver.exec(observe)
+      const { beliefs, lease } = yield* fleet.observe()
       oracle.sample(t, beliefs, lease, calmed)
       if (invariant !== undefined) oracle.invariant(t, invariant(t))
     }
     oracle.finish(end, calmAt, bound)
-    const priorities = schedule.priorities
     if (priorities !== undefined) {
-      const { beliefs } = yield* driver.exec(observe)
+      const { beliefs } = yield* fleet.observe()
       const leader = beliefs.find((b) => b.isLeader)?.identity
       const slotOf = (identity: string) => Number(identity.slice(1, identity.indexOf(".")))
       const best = Math.max(...priorities)
@@ -565,10 +683,12 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
     }
     // Shut everyone down and let hanging calls time out, so that no fiber (nor
     // the timer Effect.never holds) outlives the run.
-    for (const slot of slots) yield* stop(slot, false)
-    storeWide.set(undefined)
+    yield* fleet.stop()
     const virtualMillis = driver.millis()
     yield* driver.advanceTo(virtualMillis + 4 * config.operationTimeout)
     yield* driver.exec(Scope.close(scope, Exit.void))
     return { violation: oracle.violation, terms: oracle.terms, bound, virtualMillis }
   })
+
+export const run = (schedule: Schedule, options: RunOptions): Result =>
+  Effect.runSync(runWith(virtualDriver(), schedule, options))
