@@ -20,6 +20,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as fc from "effect/FastCheck"
+import type * as Oracle from "./internal/Oracle.js"
 import {
   type Counters as PropertyCounters,
   describe as describeSchedule,
@@ -128,12 +129,23 @@ export type Rate = VirtualTime.Rate
 
 /**
  * The outcome of one run: the first violation (the library's or your
- * invariant's), how many terms started, the liveness bound, virtual time.
+ * invariant's), how many terms started and who led when (`tenures`), the
+ * liveness bound, virtual time.
  *
  * @since 0.1.0
  * @category models
  */
 export type Result = internal.Result
+
+/**
+ * One term of a run: who led (`p<slot>.<incarnation>`), under which fence,
+ * from and until which instant of the timeline, in ms (the end of the run
+ * ends every term; `until` is undefined for a process frozen then).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Tenure = Oracle.Tenure
 
 /**
  * A 3s lease, renewed every 750ms, polled every 500ms, 500ms timeouts.

@@ -39,6 +39,17 @@ describe("the simulation's oracle", () => {
     })).toBeUndefined()
   })
 
+  it("records who led when", () => {
+    const oracle = new Oracle()
+    oracle.onStart("a", 1n, 0)
+    oracle.onStop("a", 1n, 40)
+    oracle.onStart("b", 2n, 50)
+    expect(oracle.tenures).toEqual([
+      { identity: "a", fence: 1n, from: 0, until: 40 },
+      { identity: "b", fence: 2n, from: 50, until: undefined }
+    ])
+  })
+
   it("catches overlapping work, reused and backwards fences", () => {
     expect(first((o) => {
       o.onStart("a", 1n, 0)
@@ -171,7 +182,52 @@ describe("Simulation.check", () => {
       window: 4000,
       events: [{ at: 250, event: { _tag: "Crash", slot: "leader" } }]
     })).toBe(
-      "config short, 2 participants at rates 1.0000, 0.9500, faults for 4000ms\n      250ms {\"_tag\":\"Crash\",\"slot\":\"leader\"}"
+      "config short, 2 participants at rates 1.0000, 0.9500, faults for 4000ms\n" +
+        "      250ms {\"_tag\":\"Crash\",\"slot\":\"leader\"}\n" +
+        "     4000ms the faults stop: every path heals, frozen processes thaw, dead slots restart"
     )
+  })
+})
+
+describe("a shrunk counterexample", () => {
+  it("names the preferred leaders a handover needed, and who led when, though no event caused it", async () => {
+    // A mutant check: any handover at all is a failure. Without events only
+    // the preferred leaders move leadership, so the shrunk schedule keeps
+    // its priorities and drops every event.
+    const workload = (): Simulation.Workload => {
+      const leaders = new Set<number>()
+      return {
+        work: (term) => Effect.sync(() => leaders.add(term.slot)),
+        invariant: () => leaders.size > 1 ? `slots ${[...leaders].join(" and ")} both led` : undefined
+      }
+    }
+    const schedules: Simulation.ScheduleOptions = {
+      ...Simulation.defaultScheduleOptions,
+      configs: [Simulation.shortConfig],
+      maxSlots: 3,
+      maxLeases: 4,
+      maxEvents: 4
+    }
+    const failure = await Simulation.check({ schedules, runs: 50, seed: 3, workload }).then(
+      () => undefined,
+      (e: Error) => e
+    )
+    const message = failure!.message
+    // No event, so the report names what shaped the run: the priorities and the end of the faults.
+    expect(message).not.toMatch(/ms \{"_tag"/)
+    expect(message).toMatch(/\n {2}preferred leaders \(.*\): p0 priority \d, p1 priority \d/)
+    expect(message).toMatch(/\n +\d+ms the faults stop: every path heals, frozen processes thaw, dead slots restart\n/)
+    // Who led when: the handover went to a more preferred participant.
+    const tenures = [...message.matchAll(/\n +(\d+)ms p(\d)\.\d \(priority (\d)\) under fence (\d+)/g)]
+    expect(tenures.map((t) => t[4])).toEqual(["1", "2"])
+    expect(Number(tenures[1]![3])).toBeGreaterThan(Number(tenures[0]![3]))
+    // The priorities are what the failure needs: the same schedule without them passes.
+    const json = /decode\('(.*)'\), \{ \.\.\.options, seed: (\d+) \}/.exec(message)!
+    const schedule = Simulation.decode(json[1]!)
+    const seed = Number(json[2])
+    expect(schedule.events).toEqual([])
+    expect(Simulation.run(schedule, { seed, workload }).violation?.check).toBe("invariant")
+    const { priorities: _, ...unpreferred } = schedule
+    expect(Simulation.run(unpreferred, { seed, workload }).violation).toBeUndefined()
   })
 })

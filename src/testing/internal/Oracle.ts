@@ -35,10 +35,23 @@ export interface Belief {
   readonly fence: bigint | undefined
 }
 
+/** One term as the oracle saw it: who led under which fence, from when and until when (still leading: undefined). */
+export interface Tenure {
+  readonly identity: string
+  readonly fence: bigint
+  readonly from: number
+  readonly until: number | undefined
+}
+
 export class Oracle {
   violation: Violation | undefined
-  /** Work fibers running now, by `identity/fence`. */
-  private readonly running = new Map<string, { readonly identity: string; readonly fence: bigint; frozen: boolean }>()
+  /** Every term so far, in the order they started. */
+  readonly tenures: Array<Tenure> = []
+  /** Work fibers running now, by `identity/fence`, with their term's index in `tenures`. */
+  private readonly running = new Map<
+    string,
+    { readonly identity: string; readonly fence: bigint; readonly tenure: number; frozen: boolean }
+  >()
   private readonly started = new Set<bigint>()
   private highest = 0n
   terms = 0
@@ -92,7 +105,8 @@ export class Oracle {
     }
     this.started.add(fence)
     if (fence > this.highest) this.highest = fence
-    this.running.set(`${identity}/${fence}`, { identity, fence, frozen: false })
+    const tenure = this.tenures.push({ identity, fence, from: at, until: undefined }) - 1
+    this.running.set(`${identity}/${fence}`, { identity, fence, tenure, frozen: false })
   }
 
   /** The process of `identity` froze: its work may go on after its term, until it thaws. */
@@ -101,7 +115,9 @@ export class Oracle {
   }
 
   onStop(identity: string, fence: bigint, at?: number): void {
+    const work = this.running.get(`${identity}/${fence}`)
     this.running.delete(`${identity}/${fence}`)
+    if (work !== undefined) this.tenures[work.tenure] = { ...this.tenures[work.tenure]!, until: at }
     if (this.quiet !== undefined && at !== undefined) this.stoppedAt.set(identity, at)
   }
 

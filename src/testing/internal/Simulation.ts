@@ -65,7 +65,7 @@ import type * as Lease from "../../Lease.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
 import * as Faulty from "./FaultyStore.js"
-import { type Belief, Oracle, type Violation } from "./Oracle.js"
+import { type Belief, Oracle, type Tenure, type Violation } from "./Oracle.js"
 import type { Event, Faults, HintFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops } from "./Schedule.js"
 import { Gate, type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
@@ -81,10 +81,18 @@ let runs = 0
 export interface Result {
   readonly violation: Violation | undefined
   readonly terms: number
+  /**
+   * Who led when, in the order the terms started: what the events alone do
+   * not show, such as a handover to a preferred participant.
+   */
+  readonly tenures: ReadonlyArray<Tenure>
   /** The liveness bound after the faults stopped, in milliseconds. */
   readonly bound: number
   readonly virtualMillis: number
 }
+
+/** The slot of a participant's identity, `p<slot>.<incarnation>`. */
+export const slotOf = (identity: string): number => Number(identity.slice(1, identity.indexOf(".")))
 
 /** One term of one participant, as the user's work sees it. */
 export interface Term {
@@ -677,7 +685,6 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
     if (priorities !== undefined) {
       const { beliefs } = yield* fleet.observe()
       const leader = beliefs.find((b) => b.isLeader)?.identity
-      const slotOf = (identity: string) => Number(identity.slice(1, identity.indexOf(".")))
       const best = Math.max(...priorities)
       oracle.preferred(end, leader, leader !== undefined && priorities[slotOf(leader)] === best, bound)
     }
@@ -687,7 +694,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
     const virtualMillis = driver.millis()
     yield* driver.advanceTo(virtualMillis + 4 * config.operationTimeout)
     yield* driver.exec(Scope.close(scope, Exit.void))
-    return { violation: oracle.violation, terms: oracle.terms, bound, virtualMillis }
+    return { violation: oracle.violation, terms: oracle.terms, tenures: oracle.tenures, bound, virtualMillis }
   })
 
 export const run = (schedule: Schedule, options: RunOptions): Result =>

@@ -3,17 +3,42 @@
  * `npm run sim` command and the public `Simulation` module.
  */
 import * as fc from "effect/FastCheck"
+import type { Tenure } from "./Oracle.js"
 import { encode, type Schedule, schedule, type ScheduleOptions } from "./Schedule.js"
-import { run, type Timeline, type Workload } from "./Simulation.js"
+import { run, slotOf, type Timeline, type Workload } from "./Simulation.js"
 import { rateToNumber } from "./VirtualTime.js"
 
-/** A schedule as one readable line per event, for counterexamples. */
+const instant = (at: number): string => `  ${String(at).padStart(7)}ms`
+
+/**
+ * A schedule as one readable line per event, for counterexamples: every
+ * input that shapes the run, the preferred leaders and the end of the
+ * faults too, which are not among the events.
+ */
 export const describe = (s: Schedule): string =>
   [
     `config ${s.config.label}, ${s.rates.length} participants at rates ${
       s.rates.map((r) => rateToNumber(r).toFixed(4)).join(", ")
     }, faults for ${s.window}ms`,
-    ...s.events.map((e) => `  ${String(e.at).padStart(7)}ms ${JSON.stringify(e.event)}`)
+    ...(s.priorities === undefined ? [] : [
+      `  preferred leaders (every participant a candidate, the less preferred hand over): ${
+        s.priorities.map((p, slot) => `p${slot} priority ${p}`).join(", ")
+      }`
+    ]),
+    ...s.events.map((e) => `${instant(e.at)} ${JSON.stringify(e.event)}`),
+    `${instant(s.window)} the faults stop: every path heals, frozen processes thaw, dead slots restart`
+  ].join("\n")
+
+/** Who led when, as the run saw it: the handovers no event names, such as the preferred leaders', show here. */
+export const describeTenures = (tenures: ReadonlyArray<Tenure>, s: Schedule): string =>
+  tenures.length === 0 ? "nobody led" : [
+    "who led:",
+    ...tenures.map(({ fence, from, identity, until }) => {
+      const priority = s.priorities?.[slotOf(identity)]
+      return `${instant(from)} ${identity}${
+        priority === undefined ? "" : ` (priority ${priority})`
+      } under fence ${fence}${until === undefined ? "" : `, until ${until}ms`}`
+    })
   ].join("\n")
 
 /**
@@ -52,7 +77,11 @@ const judge = (options: FleetOptions) => (s: Schedule, seed: number): void => {
   }
   if (result.violation !== undefined) {
     const { at, check, message } = result.violation
-    throw new Error(`${check} at ${at}ms: ${message}\n${describe(s)}\n(run seed ${seed})\n${regression(s, seed)}`)
+    throw new Error(
+      `${check} at ${at}ms: ${message}\n${describe(s)}\n${describeTenures(result.tenures, s)}\n(run seed ${seed})\n${
+        regression(s, seed)
+      }`
+    )
   }
 }
 
