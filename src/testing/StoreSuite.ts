@@ -21,6 +21,7 @@ import type * as Layer from "effect/Layer"
 import type * as Store from "../Store.js"
 import * as registration from "./internal/register.js"
 import * as internal from "./internal/suite.js"
+import * as kit from "./internal/suite/kit.js"
 
 /**
  * How the suite treats a store.
@@ -86,7 +87,7 @@ export interface Report {
   readonly summary: string
 }
 
-const harness = (name: string, layer: Layer.Layer<Store.Store, unknown>, options: Options): internal.StoreHarness => ({
+const harness = (name: string, layer: Layer.Layer<Store.Store, unknown>, options: Options): kit.StoreHarness => ({
   name,
   layer,
   live: options.live ?? false,
@@ -152,4 +153,4 @@ export const check = (
  * @since 0.1.0
  * @category tests
  */
-export const uniqueName: (label: string) => string = internal.uniqueName
+export const uniqueName: (label: string) => string = kit.uniqueName

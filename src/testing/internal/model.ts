@@ -6,12 +6,12 @@
  * one step, a long one outlives every run.
  */
 import type { Duration } from "effect"
-import { Effect, Either } from "effect"
+import { Cause, Effect, Either, Exit, TestClock, TestContext } from "effect"
 import * as fc from "effect/FastCheck"
 import * as Lease from "../../Lease.js"
 import * as Store from "../../Store.js"
 import { ContractViolation, show } from "./contract.js"
-import { uniqueName } from "./suite.js"
+import { type Case, defaultModelRuns, type StoreHarness, timing, uniqueName } from "./suite/kit.js"
 
 export type Command =
   | {
@@ -189,3 +189,41 @@ export const runModel = (commands: ReadonlyArray<Command>, timing: ModelTiming) 
       }
     }
   })
+
+/** The operation-level model, as one property over command sequences. */
+export const modelCase = (harness: StoreHarness): Case => {
+  const { long, pastShort, short } = timing(harness.live)
+  const elapse = (d: Duration.Duration) => harness.live ? Effect.sleep(d) : TestClock.adjust(d)
+  const body = Effect.gen(function*() {
+    const details = yield* Effect.promise(() =>
+      fc.check(
+        fc.asyncProperty(modelCommands, (commands) => {
+          const run = runModel(commands, { short, pastShort, long, elapse }).pipe(
+            Effect.provide(harness.layer),
+            Effect.scoped
+          )
+          // What the property throws is what fast-check reports: the violation itself.
+          return Effect.runPromiseExit(harness.live ? run : Effect.provide(run, TestContext.TestContext)).then(
+            (exit) => {
+              if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+            }
+          )
+        }),
+        { numRuns: harness.modelRuns ?? defaultModelRuns(harness.live) }
+      )
+    )
+    if (!details.failed) return
+    const error = details.errorInstance
+    const found = error instanceof ContractViolation ? error : undefined
+    const shrunk =
+      `(the shortest failing sequence found, after ${details.numRuns} run(s) and ${details.numShrinks} shrink(s))`
+    return yield* Effect.fail(
+      new ContractViolation({
+        operation: `${found?.operation ?? `the sequence ${show(details.counterexample?.[0])}`} ${shrunk}`,
+        answered: found?.answered ?? show(error),
+        requires: found?.requires ?? "an answer: the model needs every call but renew's LeaseLost to succeed"
+      })
+    )
+  })
+  return { name: "operation-level model of the contract", model: true, body }
+}

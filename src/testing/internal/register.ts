@@ -5,7 +5,8 @@
  * `FaultyStore`) runs anywhere: vitest is loaded only inside a run.
  */
 import { Duration } from "effect"
-import { caseTest, caseTimeout, type StoreHarness, suiteCases } from "./suite.js"
+import { caseTest, caseTimeout, suiteCases } from "./suite.js"
+import type { StoreHarness } from "./suite/kit.js"
 
 const vitest = process.env["VITEST"] === undefined ? undefined : await import("vitest").catch(() => undefined)
 
