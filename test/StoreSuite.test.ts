@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer } from "effect"
+import { Cause, Duration, Effect, Layer } from "effect"
 import { execFile } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
@@ -7,7 +7,15 @@ import { promisify } from "node:util"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { StoreSuite } from "../src/testing.js"
-import { refuses, rule } from "../src/testing/internal/contract.js"
+import {
+  type ContractViolation,
+  Probe,
+  refuses,
+  Requirement,
+  rule,
+  show,
+  traced
+} from "../src/testing/internal/contract.js"
 import { caseError, caseTest, suiteCases } from "../src/testing/internal/suite.js"
 
 /** MemoryStore, with a renewal that goes through after the lease expired, as long as holder and fence match. */
@@ -45,11 +53,16 @@ describe("StoreSuite speaks store", () => {
       const report = yield* StoreSuite.check("renews after expiry", renewsAfterExpiry)
       const guard = report.failures.find((f) => f.name.startsWith("renew fails with LeaseLost"))
       expect(guard?.message).toMatch(
-        /^renew\('storetest-guard-[0-9a-f]+-[0-9a-z]+', 'a', 1n, 5m, null\)\n {2}answered: \{ name: 'storetest-guard-.*fence: 1n,.*\}\n {2}the contract requires: renewing an expired lease: fail with LeaseLost$/
+        /^renew\('storetest-guard-[0-9a-f]+-[0-9a-z]+', 'a', 1n, 5m, null\)\n {2}answered: \{ name: 'storetest-guard-.*fence: 1n,.*\}\n {2}the contract requires: renewing an expired lease: fail with LeaseLost\n {2}the case's store calls, in order:\n/
       )
+      // The calls that led there, time passing included, the broken one last.
+      expect(guard?.message.split("\n").slice(-2).join("\n")).toMatch(
+        /^ {4}\(time passes: 2s 1ms\)\n {4}renew\('storetest-guard-[^']+', 'a', 1n, 5m, null\) → holder 'a', fence 1n, expires in 5m$/
+      )
+      // The model's failure is the renewal it made, in the store's words.
       const model = report.failures.find((f) => f.name === "operation-level model of the contract")
       expect(model?.message).toMatch(
-        /^model command \d+ of \[.*\]: \{ op: 'renew'.*\n {2}answered: \{ name: .*fence: \d+n/
+        /^renew\('storetest-model-[01]-[^']+', '[abc]', \d+n, (2s|5m), null\)\n {2}answered: \{ name: .*fence: \d+n/
       )
       expect(model?.message).toContain(
         "the contract requires: LeaseLost: the renewal's guard (holder, fence, lease not expired) does not match"
@@ -131,10 +144,10 @@ describe("StoreSuite on other broken stores", () => {
       const report = yield* StoreSuite.check("inspect fails", withStore(() => ({ inspect: failing })))
       const message = (name: string) => report.failures.find((f) => f.name.startsWith(name))?.message
       expect(message("inspect of a missing record")).toMatch(
-        /answered: failed with StoreError \{ operation: 'inspect', retryable: true, reason: 'down'.*\n {2}the contract requires: inspecting an election with no record: fail with NoLease$/
+        /answered: failed with StoreError \{ operation: 'inspect', retryable: true, reason: 'down'.*\n {2}the contract requires: inspecting an election with no record: fail with NoLease\n/
       )
       expect(message("a fresh acquire")).toMatch(
-        /^inspect\('storetest-fresh-.*the case needs this call to succeed here$/s
+        /^inspect\('storetest-fresh-.*the case needs this call to succeed here\n/s
       )
       expect(message("operation-level model")).toContain("the contract requires: NoLease: nothing was acquired")
     }))
@@ -146,7 +159,52 @@ describe("StoreSuite on other broken stores", () => {
       }))
       const report = yield* StoreSuite.check("renew keeps a payload", layer)
       const model = report.failures.find((f) => f.name === "operation-level model of the contract")
-      expect(model?.message).toContain("the contract requires: the holder's renewal succeeds: holder 'w")
+      expect(model?.message).toContain("the contract requires: the holder's renewal succeeds: holder '")
+    }))
+
+  it.live("a release that does nothing: the failure leads with the release, not the inspect that noticed", () =>
+    Effect.gen(function*() {
+      const report = yield* StoreSuite.check("release does nothing", withStore(() => ({ release: () => Effect.void })))
+      const message = (name: string) => report.failures.find((f) => f.name.startsWith(name))?.message
+      expect(message("release hands over at once")).toMatch(
+        new RegExp(
+          [
+            String.raw`^release\('storetest-release-[^']+', 'a', 1n\)`,
+            String.raw` {2}answered: done`,
+            String.raw` {2}then inspect\('storetest-release-[^']+'\) answered: \{ .*holder: 'a', fence: 1n, .*\}`,
+            String.raw` {2}the contract requires: a released lease is expired at once: true \(got false\)`,
+            String.raw` {2}the case's store calls, in order:`,
+            String.raw` {4}release\('storetest-release-[^']+', 'nobody', 1n\) → done`,
+            String.raw` {4}acquire\('storetest-release-[^']+', 'a', 5m, null\) → holder 'a', fence 1n, expires in 5m`
+          ].join("\n")
+        )
+      )
+      // The model's shortest sequence, as the store calls it made: the release that did nothing among them.
+      const model = message("operation-level model")!
+      expect(model).toMatch(
+        /\n {2}the sequence's store calls \(the shortest failing one found, after \d+ run\(s\) and \d+ shrink\(s\)\):\n/
+      )
+      expect(model).toMatch(/\n {4}release\('storetest-model-[01]-[^']+', '[abc]', \d+n\) → done\n/)
+      expect(model).not.toMatch(/\bwho\b|fenceDelta|\bop:|model command/)
+    }))
+
+  it.live("a renewal that moves the fence: the renew call is named, with its arguments and answer", () =>
+    Effect.gen(function*() {
+      const layer = withStore((inner) => ({
+        renew: (name, identity, fence, ttl, payload) =>
+          Effect.map(
+            inner.renew(name, identity, fence, ttl, payload),
+            (lease) => ({ ...lease, fence: lease.fence + 1n })
+          )
+      }))
+      const report = yield* StoreSuite.check("renew moves the fence", layer)
+      const message = (name: string) => report.failures.find((f) => f.name.startsWith(name))?.message
+      expect(message("renew extends the term")).toMatch(
+        /^renew\('storetest-renew-[^']+', 'a', 1n, 5m, Uint8Array\(2\) \[ 2, 3 \]\)\n {2}answered: \{ .*fence: 2n, .*\}\n {2}the contract requires: a renewal keeps the term and stores the new payload: \{ fence: 1n, /
+      )
+      expect(message("operation-level model")).toMatch(
+        /^renew\('storetest-model-[01]-[^']+', '([abc])', (\d+)n, (2s|5m), null\)\n {2}answered: \{ .*holder: '\1', fence: \d+n, .*\}\n {2}the contract requires: the holder's renewal succeeds: holder '\1', fence \2n, payload null, valid\n/
+      )
     }))
 
   it.live("a layer that does not build fails every case, saying so", () =>
@@ -154,6 +212,45 @@ describe("StoreSuite on other broken stores", () => {
       const report = yield* StoreSuite.check("no database", Layer.fail("no database"), { modelRuns: 1 })
       expect(report.failures).toHaveLength(21)
       expect(report.failures[0]?.message).toBe("the store's layer or the case failed: 'no database'")
+    }))
+
+  it.effect("a failure lists the latest calls, and blames the write before a read that noticed", () =>
+    Effect.gen(function*() {
+      const probe = new Probe()
+      const store = traced(yield* MemoryStore.make(), probe)
+      for (let i = 0; i < 7; i++) {
+        yield* store.acquire("e", "a", Duration.seconds(1), null)
+        probe.elapsed(Duration.millis(1))
+      }
+      yield* store.release("e", "a", 1n)
+      const lease = yield* store.inspect("e")
+      const explained = (requirement: Requirement) =>
+        Cause.squash(probe.explain(Cause.die(requirement), "the calls")) as ContractViolation
+      const noticed = explained(new Requirement("the rule"))
+      expect(noticed).toMatchObject({
+        operation: "release('e', 'a', 1n)",
+        answered: "done",
+        noticed: `inspect('e') answered: ${show(lease)}`,
+        earlier: 4
+      })
+      expect(noticed.message.split("\n").slice(3, 6)).toEqual([
+        "  the contract requires: the rule",
+        "  the calls (the last 12 of 16):",
+        "    acquire('e', 'a', 1s, null) → holder 'a', fence 1n, expires in 1s"
+      ])
+      expect(noticed.message.split("\n").slice(-2)).toEqual([
+        "    release('e', 'a', 1n) → done",
+        "    inspect('e') → holder 'a', fence 1n, expired"
+      ])
+      // A rule about the read's own answer blames the read.
+      expect(explained(new Requirement("refuse", true))).toMatchObject({
+        operation: "inspect('e')",
+        noticed: undefined
+      })
+      // Before any call, there is nothing to blame.
+      expect(new Probe().explain(Cause.die(new Requirement("x")))).toMatchObject(
+        Cause.fail({ operation: "(before any store call)", answered: "(nothing yet)", calls: [], earlier: 0 })
+      )
     }))
 
   it("rules say what they compared, for any value", () => {

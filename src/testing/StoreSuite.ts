@@ -6,9 +6,11 @@
  * operations, and an operation-level model of the whole contract checked by
  * fast-check (the copy `effect/FastCheck` ships).
  *
- * A failing case names the store call, what the store answered, and the
- * rule of the contract it broke. Cases of an optional operation the store
- * does not offer are skipped, not passed.
+ * A failing case names the store call that broke a rule of the contract
+ * (the write before the `inspect` that noticed, when one did), what the
+ * store answered, the rule, and the case's store calls in order; the model's
+ * failure lists the shortest failing sequence of calls it found. Cases of an
+ * optional operation the store does not offer are skipped, not passed.
  *
  * `run` needs `vitest` (a dev dependency of your project); `check` runs
  * anywhere, a plain node script included.

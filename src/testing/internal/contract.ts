@@ -1,21 +1,28 @@
 /**
  * How the acceptance suite talks to a store author. Every store call a case
- * makes goes through a {@link Probe}, which keeps the last call (written out
- * as the call it was) and what the store answered. A rule that does not hold
- * throws a {@link Requirement} naming what the contract requires; the case's
- * runner puts the two together into a {@link ContractViolation}: the
- * operation, the answer and the rule, with bigints, dates and bytes printed
- * as they are.
+ * makes goes through a {@link Probe}, which keeps each call (written out as
+ * the call it was), what the store answered, and when time passed. A rule
+ * that does not hold throws a {@link Requirement} naming what the contract
+ * requires; the case's runner puts the two together into a
+ * {@link ContractViolation}: the call that broke the rule and its answer
+ * (the write before the read that noticed, when a read noticed), the rule,
+ * and the case's calls in order, with bigints, dates and bytes printed as
+ * they are.
  *
  * Nothing here imports vitest: the suite runs in a plain node script too.
  */
 import { Cause, Data, Duration, Effect, Exit } from "effect"
 import { inspect, isDeepStrictEqual } from "node:util"
+import * as Lease from "../../Lease.js"
 import type * as Store from "../../Store.js"
 
 /** A value as a store author reads it: `1n`, dates in ISO, bytes as bytes, durations as durations. */
 export const show = (value: unknown): string =>
   inspect(readable(value), { depth: 5, breakLength: Infinity, compact: true, maxArrayLength: 12, maxStringLength: 120 })
+
+/** {@link show}, shorter: for one line of a list of calls. */
+const glance = (value: unknown): string =>
+  inspect(readable(value), { depth: 3, breakLength: Infinity, compact: true, maxArrayLength: 4, maxStringLength: 48 })
 
 /** Durations as `2s`, tagged errors as `LeaseLost { name, identity, fence }`, through arrays and plain objects. */
 const readable = (value: unknown): unknown => {
@@ -32,9 +39,13 @@ const readable = (value: unknown): unknown => {
   return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, readable(field)]))
 }
 
-/** A rule of the contract that did not hold; the runner adds the call and the answer it is about. */
+/**
+ * A rule of the contract that did not hold; the runner adds the calls it is
+ * about. `ownCall` when the rule is about the last call's own answer (it
+ * should have been refused), not about what earlier calls left behind.
+ */
 export class Requirement extends Error {
-  constructor(readonly requires: string) {
+  constructor(readonly requires: string, readonly ownCall = false) {
     super(requires)
   }
 }
@@ -42,89 +53,195 @@ export class Requirement extends Error {
 /** The case cannot run: the store lacks an optional operation. */
 export class Skipped extends Data.TaggedError("Skipped")<{ readonly reason: string }> {}
 
-/** A case that failed: the store's call, its answer, and the rule it broke. */
+/**
+ * A case that failed: the store call that broke the rule and its answer,
+ * the read that noticed (when that is a later call), the rule, and the
+ * case's calls in order.
+ */
 export class ContractViolation extends Data.TaggedError("ContractViolation")<{
   readonly operation: string
   readonly answered: string
+  /** The read that showed the rule broken, with its answer, when it is not `operation` itself. */
+  readonly noticed: string | undefined
   readonly requires: string
+  /** What `calls` are (a case's, a model sequence's). */
+  readonly history: string
+  /** The latest calls, in order, one line each. */
+  readonly calls: ReadonlyArray<string>
+  /** How many calls came before those listed. */
+  readonly earlier: number
 }> {
   override get message(): string {
-    return `${this.operation}\n  answered: ${this.answered}\n  the contract requires: ${this.requires}`
+    return [
+      this.operation,
+      `  answered: ${this.answered}`,
+      ...(this.noticed === undefined ? [] : [`  then ${this.noticed}`]),
+      `  the contract requires: ${this.requires}`,
+      `  ${this.history}${
+        this.earlier === 0 ? "" : ` (the last ${this.calls.length} of ${this.calls.length + this.earlier})`
+      }:`,
+      ...this.calls.map((call) => `    ${call}`)
+    ].join("\n")
   }
 }
 
-/** The last store call of a case, and its answer. */
-export class Probe {
-  operation = "(before any store call)"
-  answered = "(nothing yet)"
+/**
+ * How a call bears on a rule: a write changes the record (acquire, renew,
+ * release, a slot's claim or completion, a candidacy), a read only shows it
+ * (inspect, a job's last slot).
+ */
+export type CallKind = "write" | "read"
 
-  /** Records `effect` as the call `operation`, and its outcome as the answer. */
-  call<A, E>(operation: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> {
+/** A call as the rule's message shows it, and as one line of the list of calls. */
+export interface CallText {
+  readonly operation: string
+  readonly line: string
+}
+
+/** `name(arguments)`, the arguments as they were passed, durations and bigints included. */
+export const callText = (name: string, args: ReadonlyArray<unknown>): CallText => ({
+  operation: `${name}(${args.map(show).join(", ")})`,
+  line: `${name}(${args.map(glance).join(", ")})`
+})
+
+interface Entry extends CallText {
+  readonly kind: CallKind | "time"
+  answered: string
+  brief: string
+}
+
+/** How many of a case's calls its failure lists, the latest last. */
+const listed = 12
+
+/** Every store call of a case, in order, and how each was answered. */
+export class Probe {
+  private readonly entries: Array<Entry> = []
+  private muted = 0
+
+  /** Records `effect` as the call `text`, and its outcome as the answer. */
+  call<A, E>(
+    text: CallText,
+    kind: CallKind,
+    effect: Effect.Effect<A, E>,
+    describe?: (value: A) => string
+  ): Effect.Effect<A, E> {
     return Effect.suspend(() => {
-      this.operation = operation
-      this.answered = "(no answer yet)"
-      return Effect.onExit(effect, (exit) => Effect.sync(() => (this.answered = outcome(exit))))
+      if (this.muted > 0) return effect
+      const entry: Entry = { ...text, kind, answered: "(no answer yet)", brief: "(no answer yet)" }
+      this.entries.push(entry)
+      return Effect.onExit(effect, (exit) =>
+        Effect.sync(() => {
+          entry.answered = outcome(exit, describe ?? show, show)
+          entry.brief = outcome(exit, describe ?? brief, brief)
+        }))
     })
   }
 
-  /** Records what several calls did together, for a rule about all of them. */
-  note(operation: string, answered: string): void {
-    this.operation = operation
-    this.answered = answered
+  /** Records the calls `effect` makes as the one call `operation`: what they did together. */
+  together<A, E>(operation: string, effect: Effect.Effect<A, E>, describe: (value: A) => string) {
+    const quiet = Effect.acquireUseRelease(
+      Effect.sync(() => this.muted++),
+      () => effect,
+      () => Effect.sync(() => this.muted--)
+    )
+    return this.call({ operation, line: operation }, "write", quiet, describe)
+  }
+
+  /** Records that `d` passed on the store's clock. */
+  elapsed(d: Duration.Duration): void {
+    const passes = `(time passes: ${Duration.format(d)})`
+    this.entries.push({ operation: passes, line: passes, kind: "time", answered: "", brief: "" })
   }
 
   /** What a case's failure means, in the store's terms. */
-  explain(cause: Cause.Cause<unknown>): Cause.Cause<unknown> {
+  explain(cause: Cause.Cause<unknown>, history = "the case's store calls, in order"): Cause.Cause<unknown> {
     if (Cause.isInterruptedOnly(cause)) return cause
     const defect = Cause.dieOption(cause)
     if (defect._tag === "Some" && defect.value instanceof Requirement) {
-      return Cause.fail(this.violation(defect.value.requires))
+      return Cause.fail(this.violation(defect.value, history))
     }
     const failure = Cause.failureOption(cause)
     if (failure._tag === "Some" && failure.value instanceof Skipped) return cause
     // A call the case needed to succeed failed or died.
-    return Cause.fail(this.violation("an answer: the case needs this call to succeed here"))
+    return Cause.fail(
+      this.violation(new Requirement("an answer: the case needs this call to succeed here", true), history)
+    )
   }
 
-  private violation(requires: string): ContractViolation {
-    return new ContractViolation({ operation: this.operation, answered: this.answered, requires })
+  private violation(requirement: Requirement, history: string): ContractViolation {
+    const calls = this.entries.filter((e) => e.kind !== "time")
+    const last = calls.at(-1)
+    // A read is where a broken rule shows, seldom where it broke: lead with the write before it.
+    const culprit = last?.kind === "read" && !requirement.ownCall
+      ? calls.slice().reverse().find((e) => e.kind === "write")
+      : undefined
+    const blamed = culprit ?? last
+    const shown = this.entries.slice(-listed)
+    return new ContractViolation({
+      operation: blamed?.operation ?? "(before any store call)",
+      answered: blamed?.answered ?? "(nothing yet)",
+      noticed: culprit === undefined ? undefined : `${last!.operation} answered: ${last!.answered}`,
+      requires: requirement.requires,
+      history,
+      calls: shown.map((e) => e.kind === "time" ? e.line : `${e.line} → ${e.brief}`),
+      earlier: this.entries.length - shown.length
+    })
   }
 }
 
-const outcome = (exit: Exit.Exit<unknown, unknown>): string =>
+const outcome = <A>(
+  exit: Exit.Exit<A, unknown>,
+  value: (value: A) => string,
+  error: (error: unknown) => string
+): string =>
   Exit.match(exit, {
-    onSuccess: (value) => value === undefined ? "done" : show(value),
+    onSuccess: (a) => a === undefined ? "done" : value(a),
     onFailure: (cause) => {
       const failure = Cause.failureOption(cause)
-      if (failure._tag === "Some") return `failed with ${show(failure.value)}`
+      if (failure._tag === "Some") return `failed with ${error(failure.value)}`
       const defect = Cause.dieOption(cause)
       return defect._tag === "Some" ? `died with ${show(defect.value)}` : "interrupted"
     }
   })
 
-/** The arguments of a call as they were passed, durations and bigints included. */
-const args = (values: ReadonlyArray<unknown>) => values.map(show).join(", ")
+const isLease = (value: unknown): value is Lease.Lease =>
+  typeof value === "object" && value !== null && typeof (value as Lease.Lease).fence === "bigint" &&
+  (value as Lease.Lease).expiresAt instanceof Date && (value as Lease.Lease).now instanceof Date
+
+/** An answer in a few words, for the list of a case's calls: a lease by its holder, fence and expiry. */
+const brief = (value: unknown): string => {
+  if (isLease(value)) {
+    const expiry = Lease.isExpired(value) ? "expired" : `expires in ${Duration.format(Lease.ttl(value))}`
+    const payload = value.payload === null ? "" : `, payload ${glance(value.payload)}`
+    return `holder ${glance(value.holder)}, fence ${show(value.fence)}${payload}, ${expiry}`
+  }
+  const tag = typeof value === "object" && value !== null ? (value as { readonly _tag?: unknown })._tag : undefined
+  if (value instanceof Error && typeof tag === "string") return tag
+  const text = glance(value)
+  return text.length > 100 ? `${text.slice(0, 99)}…` : text
+}
 
 /** A store whose every call is recorded on `probe`. */
 export const traced = (store: Store.StoreShape, probe: Probe): Store.StoreShape => {
-  const via = <P extends ReadonlyArray<unknown>, A, E>(op: string, f: (...a: P) => Effect.Effect<A, E>) => (...a: P) =>
-    probe.call(`${op}(${args(a)})`, f(...a))
+  const via =
+    <P extends ReadonlyArray<unknown>, A, E>(op: string, kind: CallKind, f: (...a: P) => Effect.Effect<A, E>) =>
+    (...a: P) => probe.call(callText(op, a), kind, f(...a))
   const { advertise, slots, withdraw } = store
   return {
     ...store,
-    acquire: via("acquire", store.acquire),
-    renew: via("renew", store.renew),
-    release: via("release", store.release),
-    inspect: via("inspect", store.inspect),
+    acquire: via("acquire", "write", store.acquire),
+    renew: via("renew", "write", store.renew),
+    release: via("release", "write", store.release),
+    inspect: via("inspect", "read", store.inspect),
     ...(slots === undefined ? {} : {
       slots: {
-        claim: via("slots.claim", slots.claim),
-        complete: via("slots.complete", slots.complete),
-        last: via("slots.last", slots.last)
+        claim: via("slots.claim", "write", slots.claim),
+        complete: via("slots.complete", "write", slots.complete),
+        last: via("slots.last", "read", slots.last)
       }
     }),
-    ...(advertise === undefined ? {} : { advertise: via("advertise", advertise) }),
-    ...(withdraw === undefined ? {} : { withdraw: via("withdraw", withdraw) })
+    ...(advertise === undefined ? {} : { advertise: via("advertise", "write", advertise) }),
+    ...(withdraw === undefined ? {} : { withdraw: via("withdraw", "write", withdraw) })
   }
 }
 
@@ -182,6 +299,6 @@ export const refuses = <A, E extends { readonly _tag: string }, Tag extends E["_
     onFailure: (error) =>
       error._tag === tag
         ? Effect.succeed(error as Extract<E, { readonly _tag: Tag }>)
-        : Effect.die(new Requirement(`${text}: fail with ${tag}`)),
-    onSuccess: () => Effect.die(new Requirement(`${text}: fail with ${tag}`))
+        : Effect.die(new Requirement(`${text}: fail with ${tag}`, true)),
+    onSuccess: () => Effect.die(new Requirement(`${text}: fail with ${tag}`, true))
   })

@@ -76,11 +76,13 @@ export interface Session extends Timing {
 
 /**
  * Runs `f` on a fresh store of the harness. A failure comes out as the
- * store's terms: the call, its answer and the rule (see `Probe.explain`).
+ * store's terms: the call, its answer, the rule and the calls before, under
+ * the title `history` (see `Probe.explain`).
  */
 export const withSession = <A>(
   harness: StoreHarness,
-  f: (session: Session) => Effect.Effect<A, unknown>
+  f: (session: Session) => Effect.Effect<A, unknown>,
+  history?: string
 ): Effect.Effect<A, unknown> =>
   Effect.flatMap(Store.Store, (store) => {
     const probe = new Probe()
@@ -88,9 +90,10 @@ export const withSession = <A>(
       ...timing(harness.live),
       store: traced(store, probe),
       probe,
-      elapse: (d) => harness.live ? Effect.sleep(d) : TestClock.adjust(d)
+      elapse: (d) =>
+        Effect.zipRight(Effect.sync(() => probe.elapsed(d)), harness.live ? Effect.sleep(d) : TestClock.adjust(d))
     }
-    return Effect.catchAllCause(f(session), (cause) => Effect.failCause(probe.explain(cause)))
+    return Effect.catchAllCause(f(session), (cause) => Effect.failCause(probe.explain(cause, history)))
   }).pipe(Effect.provide(harness.layer))
 
 /** A case of a section of the contract, before a harness is given. */
@@ -112,13 +115,10 @@ export const bind = (harness: StoreHarness, c: StoreCase): Case => ({
 export const race = ({ long, probe, store }: Session, name: string) =>
   Effect.gen(function*() {
     const contenders = Array.from({ length: 12 }, (_, i) => `c${i}`)
-    const results = yield* Effect.all(
-      contenders.map((who) => store.acquire(name, who, long, null)),
-      { concurrency: "unbounded" }
-    )
-    probe.note(
-      `12 concurrent acquire(${show(name)}, "c0" ... "c11", ${show(long)}, null)`,
-      show(results.map((lease) => `${lease.holder}@${lease.fence}`))
+    const results = yield* probe.together(
+      `12 concurrent acquire(${show(name)}, 'c0' ... 'c11', ${show(long)}, null)`,
+      Effect.all(contenders.map((who) => store.acquire(name, who, long, null)), { concurrency: "unbounded" }),
+      (leases) => show(leases.map((lease) => `${lease.holder}@${lease.fence}`))
     )
     const winners = results.filter((lease, i) => Lease.isHeldBy(lease, contenders[i]!))
     rule("exactly one of concurrent acquires wins, the others see its lease: winners", winners.length).is(1)
