@@ -19,8 +19,11 @@
  *
  * @since 0.1.0
  */
+import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
+import type * as MetricPair from "effect/MetricPair"
 import { renewLatencyHistogram } from "./internal/metrics/metricSeries.js"
+import * as Prometheus from "./internal/metrics/prometheus.js"
 
 /**
  * 1 while this participant leads, 0 otherwise. Summed over an election's
@@ -286,3 +289,46 @@ export const hintListenerLosses = Metric.counter("leaderelection_hint_listener_l
   description: "Losses of a PostgreSQL store's listening connection for wake-up hints",
   incremental: true
 })
+
+/**
+ * Which series {@link prometheusText} gives.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PrometheusTextOptions {
+  /** Only the series tagged with this election (default: every series, the app's own included). */
+  readonly election?: string | undefined
+  /**
+   * Leaves out the series tagged with another identity (the {@link info} of
+   * other participants in this process), keeping those without the tag.
+   */
+  readonly identity?: string | undefined
+}
+
+/**
+ * The process's metrics in the Prometheus text exposition format (version
+ * 0.0.4), ready to serve on a `/metrics` endpoint: counters, gauges and
+ * histograms, this library's and any other Effect metric (other kinds have
+ * no Prometheus type and are left out). The Promise API's `metrics()` gives
+ * the same text for its election and identity.
+ *
+ * @since 0.1.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * // The body of GET /metrics: this participant's series of the election "jobs".
+ * const scrape = Metrics.prometheusText({ election: "jobs", identity: "node-a" })
+ *
+ * Effect.runPromise(scrape).then((body) => console.log(body))
+ * ```
+ */
+export const prometheusText = (options: PrometheusTextOptions = {}): Effect.Effect<string> =>
+  Effect.map(Metric.snapshot, (pairs) => Prometheus.text(pairs.filter(selected(options))))
+
+const selected = ({ election, identity }: PrometheusTextOptions) => (pair: MetricPair.MetricPair.Untyped): boolean =>
+  (election === undefined || pair.metricKey.tags.some((tag) => tag.key === "election" && tag.value === election)) &&
+  (identity === undefined || pair.metricKey.tags.every((tag) => tag.key !== "identity" || tag.value === identity))

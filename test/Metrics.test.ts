@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Metric, Option, Scope, TestClock, Tracer } from "effect"
+import { Duration, Effect, Exit, Metric, MetricBoundaries, Option, Scope, TestClock, Tracer } from "effect"
 import * as Elector from "../src/Elector.js"
 import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
@@ -214,5 +214,64 @@ describe("Metrics", () => {
       yield* seconds(5)
       yield* Scope.close(scope, Exit.void)
       expect(spans).toEqual([])
+    }))
+})
+
+describe("Metrics.prometheusText", () => {
+  it.effect("gives counters, gauges and histograms in the text format, one HELP and TYPE per name", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const jobs = Metric.counter(`${name.replace(/-/g, "_")}_jobs_total`, { description: "Jobs run\nby a \\ worker" })
+      const depth = Metric.gauge(`${name.replace(/-/g, "_")}_depth`)
+      const latency = Metric.histogram(
+        `${name.replace(/-/g, "_")}_latency`,
+        MetricBoundaries.fromIterable([1, 10])
+      )
+      const outcomes = Metric.frequency(`${name.replace(/-/g, "_")}_outcomes`)
+      yield* Metric.incrementBy(Metric.tagged(tagged(jobs, name), "queue", "a\"b\\c\nd"), 2)
+      yield* Metric.increment(Metric.tagged(tagged(jobs, name), "queue", "plain"))
+      yield* Metric.set(tagged(depth, name), 7)
+      yield* Metric.update(tagged(latency, name), 5)
+      yield* Metric.update(tagged(outcomes, name), "ok")
+      const text = yield* Metrics.prometheusText({ election: name })
+      const prefix = name.replace(/-/g, "_")
+      expect(text).toContain(
+        `# HELP ${prefix}_jobs_total Jobs run\\nby a \\\\ worker\n# TYPE ${prefix}_jobs_total counter\n`
+      )
+      expect(text).toContain(`${prefix}_jobs_total{election="${name}",queue="a\\"b\\\\c\\nd"} 2\n`)
+      expect(text).toContain(`${prefix}_jobs_total{election="${name}",queue="plain"} 1\n`)
+      expect(text.match(new RegExp(`# TYPE ${prefix}_jobs_total`, "g"))).toHaveLength(1)
+      // Without a description, the help is the name.
+      expect(text).toContain(`# HELP ${prefix}_depth ${prefix}_depth\n# TYPE ${prefix}_depth gauge\n`)
+      expect(text).toContain(`${prefix}_depth{election="${name}"} 7\n`)
+      expect(text).toContain(`# TYPE ${prefix}_latency histogram\n`)
+      expect(text).toContain(`${prefix}_latency_bucket{election="${name}",le="1"} 0\n`)
+      expect(text).toContain(`${prefix}_latency_bucket{election="${name}",le="10"} 1\n`)
+      expect(text).toContain(`${prefix}_latency_bucket{election="${name}",le="+Inf"} 1\n`)
+      expect(text).toContain(`${prefix}_latency_sum{election="${name}"} 5\n`)
+      expect(text).toContain(`${prefix}_latency_count{election="${name}"} 1\n`)
+      // A frequency has no Prometheus type.
+      expect(text).not.toContain("_outcomes")
+    }))
+
+  it.scoped("selects an election's series, and leaves out other identities' info; without options, all", () =>
+    Effect.gen(function*() {
+      const name = election()
+      const other = election()
+      const store = yield* world
+      const { scope: a } = yield* join(store, { name, identity: "a" })
+      const { scope: b } = yield* join(store, { name, identity: "b" })
+      const { scope: c } = yield* join(store, { name: other, identity: "c" })
+      const ours = yield* Metrics.prometheusText({ election: name, identity: "a" })
+      expect(ours).toContain(`leaderelection_info{election="${name}",identity="a"} 1\n`)
+      expect(ours).toContain(`leaderelection_is_leader{election="${name}"} 1\n`)
+      expect(ours).not.toContain(`identity="b"`)
+      expect(ours.match(/election="[^"]*"/g)?.every((label) => label === `election="${name}"`)).toBe(true)
+      const theirs = yield* Metrics.prometheusText({ election: name })
+      expect(theirs).toContain(`leaderelection_info{election="${name}",identity="b"} 1\n`)
+      const all = yield* Metrics.prometheusText()
+      expect(all).toContain(`leaderelection_info{election="${other}",identity="c"} 1\n`)
+      expect(all).toContain(`leaderelection_info{election="${name}",identity="b"} 1\n`)
+      yield* Effect.forEach([c, b, a], (scope) => Scope.close(scope, Exit.void))
     }))
 })
