@@ -22,6 +22,7 @@ import * as Store from "../../Store.js"
 import { type Operation, StoreError } from "../../Store.js"
 import { formatDuration } from "../config/config.js"
 import type * as Instrumentation from "../metrics/instrumentation.js"
+import * as LogFields from "../metrics/logFields.js"
 import * as Deadlines from "../runtime/deadlines.js"
 import * as Runtime from "../runtime/runtime.js"
 import { stackless } from "../runtime/stackless.js"
@@ -228,17 +229,22 @@ export class Calling extends Advising {
     )
   }
 
+  // Its logs carry the error's tag, retryability and fence as annotations,
+  // which a structured logger (the Promise API's) gets as fields.
   failed(error: LastError): Effect.Effect<void> {
-    return Effect.gen(this, function*() {
-      yield* this.update((s) => ({ ...s, lastError: Option.some(error) }))
-      if (error._tag === "LeaseExpiredLocally") return yield* Effect.logWarning(error.message)
-      // Any answer of the store, an error included, makes the elector ready.
-      this.settleReady(this.config.failFast && Store.isFatal(error) ? Exit.fail(error) : Exit.void)
-      if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
-      yield* this.instrumentation.storeFailed(error)
-      if (error.retryable) return yield* Effect.logWarning(error.message)
-      yield* this.fatalFailed(error)
-    })
+    return Effect.annotateLogs(
+      Effect.gen(this, function*() {
+        yield* this.update((s) => ({ ...s, lastError: Option.some(error) }))
+        if (error._tag === "LeaseExpiredLocally") return yield* Effect.logWarning(error.message)
+        // Any answer of the store, an error included, makes the elector ready.
+        this.settleReady(this.config.failFast && Store.isFatal(error) ? Exit.fail(error) : Exit.void)
+        if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
+        yield* this.instrumentation.storeFailed(error)
+        if (error.retryable) return yield* Effect.logWarning(error.message)
+        yield* this.fatalFailed(error)
+      }),
+      LogFields.ofError(error)
+    )
   }
 
   // Records what a store call saw, in one change of the state: with the

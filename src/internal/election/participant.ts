@@ -333,7 +333,7 @@ export class Participant extends Calling implements Elector {
       this.active = term
       yield* this.update((s) => ({ ...s, term: Option.some(term) }))
       yield* this.instrumentation.termStarted
-      yield* Effect.logInfo(`started leading under fence ${fence}`)
+      yield* Effect.annotateLogs(Effect.logInfo(`started leading under fence ${fence}`), "fence", String(fence))
       const onStartedLeading = this.onStartedLeading
       if (onStartedLeading !== undefined) {
         // Built inside the fiber, so that a synchronous throw is the work's defect.
@@ -399,7 +399,11 @@ export class Participant extends Calling implements Elector {
       yield* this.update((s) => ({ ...s, term: Option.none() }))
       yield* this.instrumentation.termEnded(reason)
       if (reason === "expired") yield* this.failed(new LeaseExpiredLocally({ name: this.name, fence: term.fence }))
-      yield* Effect.logInfo(`stopped leading under fence ${term.fence} (${reason})`)
+      yield* Effect.annotateLogs(
+        Effect.logInfo(`stopped leading under fence ${term.fence} (${reason})`),
+        "fence",
+        String(term.fence)
+      )
       yield* Scope.close(term.work, Exit.void)
       // A finalizer that fails has still run, as have the others: the
       // release goes ahead.
