@@ -8,7 +8,8 @@
  * call wins, and one elector at most takes part at a time. Every user
  * callback is contained: a throw or a rejection is logged, never thrown at
  * the caller nor left as an unhandled rejection, and waiting for a callback
- * to settle is bounded by `leaseDuration`.
+ * to settle is bounded by `leaseDuration`. Logs go to the console as logfmt
+ * lines, or to the app's own logger (`logger`: pino, winston, `console`).
  *
  * @since 0.1.0
  */
@@ -18,21 +19,21 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
-import * as Metric from "effect/Metric"
-import type * as MetricPair from "effect/MetricPair"
-import * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
+import * as EffectRuntime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Elector from "./Elector.js"
 import type { LastError } from "./ElectorError.js"
 import { formatDuration } from "./internal/config/config.js"
 import * as jobs from "./internal/election/job.js"
 import * as internal from "./internal/election/make.js"
+import * as Lifecycle from "./internal/promise/lifecycle.js"
+import * as Logs from "./internal/promise/logger.js"
 import type * as Job from "./Job.js"
+import * as Metrics from "./Metrics.js"
 import { Store, type StoreShape } from "./Store.js"
 
 /**
@@ -82,10 +83,78 @@ export interface PromiseElectorOptions
   readonly onError?: ((error: unknown) => void) | undefined
   /**
    * The least severe level logged: `"All"`, `"Trace"`, `"Debug"`, `"Info"`
-   * (default), `"Warning"`, `"Error"`, `"Fatal"` or `"None"`. Logs go to
-   * Effect's default logger (the console).
+   * (default), `"Warning"`, `"Error"`, `"Fatal"` or `"None"`.
    */
   readonly logLevel?: LogLevel.Literal | undefined
+  /**
+   * Where the elector's logs go: the app's pino, winston or `console` (see
+   * {@link PromiseLogger}). By default, Effect's logger prints logfmt lines
+   * on the console.
+   */
+  readonly logger?: PromiseLogger | undefined
+}
+
+/**
+ * The fields of a log record: always the election and the identity; where
+ * the record concerns them, the term's fence, the error (its tag, whether it
+ * is retryable) and its cause. Values are strings (a fence in decimal) or
+ * booleans, so that any JSON logger writes them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PromiseLogFields {
+  readonly election?: string
+  readonly identity?: string
+  /** The term's fence token, in decimal. */
+  readonly fence?: string
+  /** The tag of the error the record reports (e.g. `StoreError`, `LeaseLost`). */
+  readonly error?: string
+  /** Whether that error can fix itself (a connection reset) or needs an operator (bad credentials). */
+  readonly retryable?: boolean
+  /** The full cause, pretty-printed, stack traces included. */
+  readonly cause?: string
+  /** Other annotations: the wake-up hint listener's `channel`, for one. */
+  readonly [key: string]: unknown
+}
+
+/**
+ * A logger for the `logger` option: pino, winston, `console`, or any object
+ * with these four methods (and `fatal`, used where there is one; Trace
+ * records go to `debug`). Each record is one call:
+ *
+ * - `logger.info(fields, message)`, pino's (and bunyan's) order, for a
+ *   logger without a `log` method;
+ * - `logger.info(message, fields)` for a logger that has a `log` method of
+ *   its own (winston, `console`, consola), which is how those take metadata.
+ *
+ * A logger that throws does not stop the elector: that record goes to
+ * Effect's default logger, with the throw.
+ *
+ * @since 0.1.0
+ * @category models
+ * @example
+ * ```ts
+ * import { createElector, type PromiseLogger } from "effect-leaderelection/promise"
+ * import * as MemoryStore from "effect-leaderelection/stores/MemoryStore"
+ *
+ * // pino(), a winston logger, or console all fit; this one writes JSON lines.
+ * const logger: PromiseLogger = {
+ *   debug: () => {},
+ *   info: (fields, message) => console.log(JSON.stringify({ level: "info", message, ...fields })),
+ *   warn: (fields, message) => console.log(JSON.stringify({ level: "warn", message, ...fields })),
+ *   error: (fields, message) => console.log(JSON.stringify({ level: "error", message, ...fields }))
+ * }
+ *
+ * const elector = createElector({ store: MemoryStore.layer(), name: "reports", logger })
+ * ```
+ */
+export interface PromiseLogger {
+  debug(fields: PromiseLogFields, message: string): unknown
+  info(fields: PromiseLogFields, message: string): unknown
+  warn(fields: PromiseLogFields, message: string): unknown
+  error(fields: PromiseLogFields, message: string): unknown
+  fatal?(fields: PromiseLogFields, message: string): unknown
 }
 
 /**
@@ -134,7 +203,7 @@ export interface PromiseJob {
  * @since 0.1.0
  * @category models
  */
-export type ElectorState = "stopped" | "starting" | "running" | "stopping" | "failed"
+export type ElectorState = Lifecycle.State
 
 /**
  * An error as JSON: its tag (or class name) and message.
@@ -239,44 +308,6 @@ const errorJSON = (error: unknown): ErrorJSON =>
     ? { _tag: "_tag" in error && typeof error._tag === "string" ? error._tag : error.name, message: error.message }
     : { _tag: "Unknown", message: String(error) }
 
-const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, "\\\"")
-
-/** One metric in the Prometheus text format: its type and sample lines, or undefined for kinds not exposed. */
-const exposition = (pair: MetricPair.MetricPair.Untyped): readonly [string, ReadonlyArray<string>] | undefined => {
-  const name = pair.metricKey.name
-  const labels = (extra: ReadonlyArray<readonly [string, string]>) => {
-    const all = [...pair.metricKey.tags.map((tag) => [tag.key, tag.value] as const), ...extra]
-    return `{${all.map(([key, value]) => `${key}="${escapeLabel(value)}"`).join(",")}}`
-  }
-  const state = pair.metricState
-  return MetricState.isCounterState(state)
-    ? ["counter", [`${name}${labels([])} ${state.count}`]]
-    : MetricState.isGaugeState(state)
-    ? ["gauge", [`${name}${labels([])} ${state.value}`]]
-    : MetricState.isHistogramState(state)
-    ? ["histogram", [
-      ...state.buckets.map(([bound, count]) =>
-        `${name}_bucket${labels([["le", bound === Infinity ? "+Inf" : String(bound)]])} ${count}`
-      ),
-      `${name}_sum${labels([])} ${state.sum}`,
-      `${name}_count${labels([])} ${state.count}`
-    ]]
-    : undefined
-}
-
-/** A run of the elector: one store, one elector, one election loop, in one fiber. */
-interface Run {
-  fiber: Fiber.RuntimeFiber<never, unknown> | undefined
-  elector: internal.Elector | undefined
-}
-
-interface Waiter {
-  /** A `start()` call, which a failure rejects; a `stop()` call resolves whatever the outcome. */
-  readonly start: boolean
-  readonly resolve: () => void
-  readonly reject: (error: unknown) => void
-}
-
 /**
  * Builds an elector for Promise callers. An invalid configuration throws a
  * `ElectorError.InvalidConfig` here, naming the field, before anything runs.
@@ -312,8 +343,17 @@ interface Waiter {
  * ```
  */
 export const createElector = (options: PromiseElectorOptions): PromiseElector => {
-  const { jobs: scheduled = [], logLevel, onError, onNewLeader, onStartedLeading, onStoppedLeading, store, ...config } =
-    options
+  const {
+    jobs: scheduled = [],
+    logLevel,
+    logger,
+    onError,
+    onNewLeader,
+    onStartedLeading,
+    onStoppedLeading,
+    store,
+    ...config
+  } = options
   const validated = Effect.runSyncExit(Elector.validate(config))
   if (Exit.isFailure(validated)) throw Cause.squash(validated.cause)
   for (const job of scheduled) {
@@ -323,12 +363,17 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   const { identity, leaseDuration, name } = validated.value
   const layer: Layer.Layer<Store, unknown> = "acquire" in store ? Layer.succeed(Store, store) : store
 
-  const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    effect.pipe(
+  // Everything this elector runs, runs on this: its log annotations, level and logger.
+  const runtime = Effect.runSync(
+    Effect.runtime<never>().pipe(
       Effect.annotateLogs({ election: name, identity }),
-      Logger.withMinimumLogLevel(LogLevel.fromLiteral(logLevel ?? "Info"))
+      Logger.withMinimumLogLevel(LogLevel.fromLiteral(logLevel ?? "Info")),
+      Effect.provide(
+        logger === undefined ? Layer.empty : Logger.replace(Logger.defaultLogger, Logs.make(logger))
+      )
     )
-  const log = (effect: Effect.Effect<void>) => Effect.runFork(logged(effect))
+  )
+  const log = (effect: Effect.Effect<void>) => EffectRuntime.runFork(runtime)(effect)
 
   /** Waits for a callback to settle, at most `leaseDuration`, and logs an overrun instead of waiting on. */
   const settled = (
@@ -395,67 +440,8 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
         )
   }
 
-  let state: ElectorState = "stopped"
-  // What the last start() or stop() asked for.
-  let wanted: "running" | "stopped" = "stopped"
-  let run: Run | undefined
-  let failure: { readonly error: unknown } | undefined
-  // Calls waiting for the elector to settle, and done() calls waiting for the run to end.
-  let waiting: Array<Waiter> = []
-  let ending: Array<Waiter> = []
-
-  const settle = () => {
-    const waiters = waiting
-    waiting = []
-    for (const waiter of waiters) {
-      if (waiter.start && failure !== undefined) waiter.reject(failure.error)
-      else waiter.resolve()
-    }
-  }
-
-  const ended = (error: { readonly error: unknown } | undefined) => {
-    const waiters = ending
-    ending = []
-    for (const waiter of waiters) {
-      if (error === undefined) waiter.resolve()
-      else waiter.reject(error.error)
-    }
-  }
-
-  const started = (current: Run, elector: internal.Elector) => {
-    current.elector = elector
-    // Not if a stop() came in meanwhile: the run is stopping already.
-    if (state === "starting") {
-      state = "running"
-      settle()
-    }
-  }
-
-  const exited = (exit: Exit.Exit<never, unknown>) => {
-    const cause = Exit.isFailure(exit) ? exit.cause : Cause.empty
-    run = undefined
-    if (state === "stopping") {
-      if (!Cause.isInterruptedOnly(cause)) log(Effect.logError("the elector failed while stopping", cause))
-      state = "stopped"
-      ended(undefined)
-      return advance()
-    }
-    // It ended by itself, while starting or running: report it, and stay down until start() is called again.
-    const error = Cause.squash(cause)
-    log(Effect.logError(`the elector ${state === "starting" ? "could not start" : "stopped on a failure"}`, cause))
-    state = "failed"
-    failure = { error }
-    wanted = "stopped"
-    ended(failure)
-    settle()
-    if (onError !== undefined) {
-      void invoke(() => onError(error)).then((outcome) => {
-        if (Exit.isFailure(outcome)) log(failed("onError")(outcome.cause))
-      })
-    }
-  }
-
-  const program = (current: Run): Effect.Effect<never, unknown> =>
+  // One run: the store, the elector and its loop, until the loop ends or the run is interrupted.
+  const program = (started: (elector: internal.Elector) => void): Effect.Effect<never, unknown> =>
     Effect.gen(function*() {
       const elector = yield* internal.make(electorConfig)
       if (scheduled.length > 0) yield* jobs.slotStore(elector.store)
@@ -468,45 +454,29 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
       // Under failFast, start() settles on the first store answer and rejects
       // with a fatal one; the race also fails the start if run ends first.
       if (elector.config.failFast) yield* Effect.raceFirst(elector.ready, Fiber.join(running))
-      yield* Effect.sync(() => started(current, elector))
+      yield* Effect.sync(() => started(elector))
       return yield* Fiber.join(running)
-    }).pipe(Effect.scoped, Effect.provide(layer), logged)
+    }).pipe(Effect.scoped, Effect.provide(layer))
 
-  const launch = () => {
-    state = "starting"
-    failure = undefined
-    const current: Run = { fiber: undefined, elector: undefined }
-    run = current
-    current.fiber = Effect.runFork(program(current))
-    current.fiber.addObserver(exited)
+  const lifecycle = new Lifecycle.Lifecycle<internal.Elector>({
+    launch: (started) => EffectRuntime.runFork(runtime)(program(started)),
+    failed: (error, cause, during) => {
+      // A failed start is reported by start()'s rejection (and onError): not logged as well.
+      if (during === "running") log(Effect.logError("the elector stopped on a failure", cause))
+      if (onError !== undefined) {
+        void invoke(() => onError(error)).then((outcome) => {
+          if (Exit.isFailure(outcome)) log(failed("onError")(outcome.cause))
+        })
+      }
+    },
+    // stop() never rejects: the log is the only report.
+    stoppedWith: (cause) => log(Effect.logError("the elector failed while stopping", cause))
+  })
+
+  const current = <A>(f: (elector: Elector.ElectorShape) => Effect.Effect<A>, otherwise: A): A => {
+    const elector = lifecycle.elector
+    return elector === undefined ? otherwise : EffectRuntime.runSync(runtime)(f(elector))
   }
-
-  // Moves one step towards what was last asked for; the fiber's exit moves on from `stopping`.
-  const advance = (): void => {
-    if (state === "stopping") return
-    if (wanted === "running") {
-      if (state === "stopped" || state === "failed") return launch()
-      if (state === "running") settle()
-      return
-    }
-    if (run?.fiber !== undefined) {
-      state = "stopping"
-      return run.fiber.unsafeInterruptAsFork(FiberId.none)
-    }
-    state = "stopped"
-    failure = undefined
-    settle()
-  }
-
-  const request = (start: boolean) =>
-    new Promise<void>((resolve, reject) => {
-      wanted = start ? "running" : "stopped"
-      waiting.push({ start, resolve, reject })
-      advance()
-    })
-
-  const current = <A>(f: (elector: Elector.ElectorShape) => Effect.Effect<A>, otherwise: A): A =>
-    run?.elector === undefined ? otherwise : Effect.runSync(f(run.elector))
 
   // What status() reports while no elector runs.
   const idle: Elector.Status = {
@@ -522,9 +492,10 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   }
 
   const snapshot = (status: Elector.Status): PromiseStatus => {
-    const now = { state, failure }
+    const state = lifecycle.state
+    const failure = lifecycle.failed
     return {
-      state: now.state,
+      state,
       isLeader: status.isLeader,
       fence: Option.getOrUndefined(status.fence),
       identity,
@@ -534,59 +505,29 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
       observedAt: Option.getOrUndefined(status.observedAt),
       validUntil: Option.getOrUndefined(status.validUntil),
       lastError: Option.getOrUndefined(status.lastError),
-      error: now.failure?.error,
+      error: failure?.error,
       toJSON: () => ({
-        state: now.state,
+        state,
         ...Elector.statusToJson(status),
-        error: now.failure === undefined ? null : errorJSON(now.failure.error)
+        error: failure === undefined ? null : errorJSON(failure.error)
       })
     }
   }
 
-  // Ours: tagged with this election and, where the metric carries it, this identity.
-  const ours = (pair: MetricPair.MetricPair.Untyped) =>
-    pair.metricKey.tags.some((tag) => tag.key === "election" && tag.value === name) &&
-    pair.metricKey.tags.every((tag) => tag.key !== "identity" || tag.value === identity)
-
-  const metrics = () => {
-    const families = new Map<string, { readonly help: string; readonly type: string; readonly lines: Array<string> }>()
-    const samples = Metric.unsafeSnapshot().filter(ours).flatMap((pair) => {
-      const sample = exposition(pair)
-      return sample === undefined ? [] : [[pair, sample] as const]
-    })
-    for (const [pair, sample] of samples) {
-      const family = families.get(pair.metricKey.name) ?? {
-        help: Option.getOrElse(pair.metricKey.description, () => pair.metricKey.name),
-        type: sample[0],
-        lines: []
-      }
-      family.lines.push(...sample[1])
-      families.set(pair.metricKey.name, family)
-    }
-    return [...families].map(([metric, family]) =>
-      `# HELP ${metric} ${family.help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}\n# TYPE ${metric} ${family.type}\n${
-        family.lines.join("\n")
-      }\n`
-    ).join("")
-  }
-
   return {
     identity,
-    start: () => request(true),
-    stop: () => request(false),
-    done: () =>
-      state === "stopped"
-        ? Promise.resolve()
-        : new Promise<void>((resolve, reject) => {
-          if (failure === undefined) ending.push({ start: false, resolve, reject })
-          else reject(failure.error)
-        }),
-    resign: () => run?.elector === undefined ? Promise.resolve() : Effect.runPromise(run.elector.resign),
+    start: () => lifecycle.start(),
+    stop: () => lifecycle.stop(),
+    done: () => lifecycle.done(),
+    resign: () => {
+      const elector = lifecycle.elector
+      return elector === undefined ? Promise.resolve() : EffectRuntime.runPromise(runtime)(elector.resign)
+    },
     // Read without running an effect: these are called on hot paths, and re-check the deadline every time.
-    isLeader: () => run?.elector?.unsafeIsLeader() ?? false,
-    fence: () => run?.elector?.unsafeFence(),
+    isLeader: () => lifecycle.elector?.unsafeIsLeader() ?? false,
+    fence: () => lifecycle.elector?.unsafeFence(),
     status: () => snapshot(current((elector) => elector.status, idle)),
-    metrics
+    metrics: () => Effect.runSync(Metrics.prometheusText({ election: name, identity }))
   }
 }
 

@@ -11,7 +11,9 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
@@ -134,3 +136,20 @@ export const within = (
     annotations: annotated
   }
 }
+
+/**
+ * Calls `f` with `fiber`'s exit when it ends (at once if it has), outside
+ * any fiber.
+ *
+ * @internal
+ */
+export const observe = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, f: (exit: Exit.Exit<A, E>) => void): void =>
+  fiber.addObserver(f)
+
+/**
+ * Interrupts `fiber` from outside any fiber, without waiting for it to end.
+ *
+ * @internal
+ */
+export const interruptNow = (fiber: Fiber.RuntimeFiber<unknown, unknown>): void =>
+  fiber.unsafeInterruptAsFork(FiberId.none)
