@@ -25,6 +25,8 @@
 #   - checks that a consumer of the core and MysqlStore on mysql2 alone (no
 #     @effect/sql-mysql2) type-checks (skipLibCheck: true) and runs README's
 #     MySQL quick start;
+#   - runs a Promise app whose `logger` is pino-shaped and checks the records
+#     it receives: election, identity, fence and the error as fields;
 # npm installs prefer the local cache (--prefer-offline).
 set -euo pipefail
 
@@ -301,6 +303,85 @@ if (cd "$TESTING" && timeout -k 10 300 npx --no-install vitest run --root src >v
   echo "ok   vitest: $(grep -E "^ +Tests " "$TESTING/vitest.out" | tr -s ' ')"
 else
   fail "vitest run of docs/testing.md's test blocks"; tail -40 "$TESTING/vitest.out"
+fi
+
+step "consumer of the Promise API with a pino-shaped logger: structured records"
+LOGGED="$WORK/promise-logger"
+mkdir -p "$LOGGED/src"
+echo '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }' >"$LOGGED/package.json"
+cat >"$LOGGED/src/main.ts" <<'EOF'
+import { Effect } from "effect"
+import { MemoryStore, Store } from "effect-leaderelection"
+import { createElector } from "effect-leaderelection/promise"
+
+// pino's shape: a method per level taking (fields, message), and no `log` method.
+const record = (level: string) => (fields: object, msg: string) => console.log(JSON.stringify({ level, msg, ...fields }))
+const logger = {
+  trace: record("trace"),
+  debug: record("debug"),
+  info: record("info"),
+  warn: record("warn"),
+  error: record("error"),
+  fatal: record("fatal")
+}
+
+// A store whose renewals fail while `refuse` is set, as an unreachable database's would.
+const memory = await Effect.runPromise(MemoryStore.make())
+let refuse = false
+const store: Store.StoreShape = {
+  ...memory,
+  renew: (...args) =>
+    Effect.suspend(() =>
+      refuse
+        ? Effect.fail(
+          new Store.StoreError({ operation: "renew", retryable: true, reason: "connection reset", cause: undefined })
+        )
+        : memory.renew(...args)
+    )
+}
+const until = async (condition: () => boolean) => {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20))
+}
+const elector = createElector({
+  store,
+  name: "package-logger",
+  identity: "node-a",
+  logger,
+  leaseDuration: "5 seconds",
+  renewInterval: "200 millis",
+  operationTimeout: "1 second",
+  safetyMargin: "1 second"
+})
+await elector.start()
+await until(() => elector.isLeader())
+refuse = true
+await until(() => elector.status().lastError !== undefined)
+refuse = false
+await elector.stop()
+EOF
+readme_install "$LOGGED" core
+(cd "$LOGGED" && install @types/node@20)
+tsconfig "$LOGGED" tsconfig.json nodenext ""
+typecheck "$LOGGED" tsconfig.json "Promise API with a pino-shaped logger, nodenext"
+# Every line the app printed must be a record its logger received (Effect prints nothing of its own).
+if (cd "$LOGGED" && timeout -k 10 60 node dist/main.js >records.out 2>&1) && node -e '
+const records = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map((line) => JSON.parse(line))
+const ours = { election: "package-logger", identity: "node-a" }
+const wanted = [
+  { level: "info", msg: "started leading under fence 1", fence: "1", ...ours },
+  { level: "warn", msg: "renew failed (retryable): connection reset", error: "StoreError", retryable: true, ...ours },
+  { level: "info", msg: "stopped leading under fence 1 (shutdown)", fence: "1", ...ours }
+]
+const missing = wanted.filter((w) => !records.some((r) => Object.entries(w).every(([key, value]) => r[key] === value)))
+const unlabelled = records.filter((r) => r.election !== ours.election || r.identity !== ours.identity)
+if (missing.length > 0 || unlabelled.length > 0) {
+  console.error(`missing: ${JSON.stringify(missing)}\nunlabelled: ${JSON.stringify(unlabelled)}`)
+  process.exit(1)
+}
+console.log(`ok   logger: ${records.length} structured records; election, identity, fence and error as fields`)
+' "$LOGGED/records.out"; then :
+else
+  fail "Promise API with a pino-shaped logger"; tail -20 "$LOGGED/records.out"
 fi
 
 step "the CLI package, built against the packed library, run through npx"
