@@ -203,7 +203,7 @@ export interface PromiseJob {
  * @since 0.1.0
  * @category models
  */
-export type ElectorState = Lifecycle.State
+export type ElectorState = "stopped" | "starting" | "running" | "stopping" | "failed"
 
 /**
  * An error as JSON: its tag (or class name) and message.

@@ -23,10 +23,8 @@
 import * as Cause from "effect/Cause"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
+import type { ElectorState } from "../../promise.js"
 import * as Runtime from "../runtime/runtime.js"
-
-/** @internal */
-export type State = "stopped" | "starting" | "running" | "stopping" | "failed"
 
 /**
  * What the machine runs and whom it tells.
@@ -65,7 +63,7 @@ interface Run<E> {
 
 /** @internal */
 export class Lifecycle<E> {
-  private current: State = "stopped"
+  private current: ElectorState = "stopped"
   private wanted: "running" | "stopped" = "stopped"
   private run: Run<E> | undefined
   private failure: Failure | undefined
@@ -75,7 +73,7 @@ export class Lifecycle<E> {
 
   constructor(private readonly runner: Runner<E>) {}
 
-  get state(): State {
+  get state(): ElectorState {
     return this.current
   }
 
