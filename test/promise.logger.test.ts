@@ -1,9 +1,10 @@
 import { Cause, Effect, Layer, Logger, LogLevel } from "effect"
 import { afterEach, describe, expect, it, vi } from "vitest"
 import * as Logs from "../src/internal/promise/logger.js"
-import { createElector, type PromiseLogFields } from "../src/promise.js"
+import { createElector, type PromiseLogFields, type PromiseLogger } from "../src/promise.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
+import { captureLogs } from "./support/consoleLogs.js"
 import { eventually, fast as fastTiming } from "./support/promiseTiming.js"
 
 let elections = 0
@@ -19,13 +20,16 @@ interface Call {
   readonly args: ReadonlyArray<unknown>
 }
 
-/** A logger shaped as pino's: level methods, no `log`, each recording its call. */
-const pinoShaped = () => {
+/**
+ * A logger that records its calls: shaped as pino's (level methods, no
+ * `log`), or as winston's and console's (a `log` method as well).
+ */
+const recording = (shape: "pino" | "winston" = "pino") => {
   const calls: Array<Call> = []
   const method = (level: Level) => (...args: Array<unknown>) => {
     calls.push({ level, args })
   }
-  const logger = {
+  const levels = {
     trace: method("trace"),
     debug: method("debug"),
     info: method("info"),
@@ -33,19 +37,11 @@ const pinoShaped = () => {
     error: method("error"),
     fatal: method("fatal")
   }
+  const logger = shape === "pino" ? levels : { ...levels, log: method("info") }
   /** The records, read pino's way: fields first, then the message. */
   const records = () =>
     calls.map(({ args, level }) => ({ level, fields: args[0] as PromiseLogFields, message: args[1] as string }))
   return { calls, logger, records }
-}
-
-/** Lines Effect's default logger printed. */
-const captureConsole = () => {
-  const lines: Array<string> = []
-  vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => {
-    lines.push(args.map(String).join(" "))
-  })
-  return lines
 }
 
 afterEach(() => {
@@ -73,8 +69,8 @@ describe("createElector's logger option", () => {
             : memoryStore.renew(...args)
         )
     }
-    const lines = captureConsole()
-    const { calls, logger, records } = pinoShaped()
+    const lines = captureLogs()
+    const { calls, logger, records } = recording()
     const name = unique("logged")
     const elector = createElector({ ...fastTiming, name, store, identity: "a", logger })
     await elector.start()
@@ -107,17 +103,7 @@ describe("createElector's logger option", () => {
 
   it("gives a logger with a log method of its own (winston, console) each record as (message, fields)", async () => {
     const store = await memory()
-    const calls: Array<Call> = []
-    const method = (level: Level) => (...args: Array<unknown>) => {
-      calls.push({ level, args })
-    }
-    const logger = {
-      debug: method("debug"),
-      info: method("info"),
-      warn: method("warn"),
-      error: method("error"),
-      log: method("info")
-    }
+    const { calls, logger } = recording("winston")
     const name = unique("message-first")
     const elector = createElector({ ...fastTiming, name, store, identity: "a", logger })
     await elector.start()
@@ -132,7 +118,7 @@ describe("createElector's logger option", () => {
 
   it("a failed callback's record carries the error and its cause; logLevel still filters", async () => {
     const store = await memory()
-    const { logger, records } = pinoShaped()
+    const { logger, records } = recording()
     const name = unique("quiet")
     const elector = createElector({
       ...fastTiming,
@@ -154,7 +140,7 @@ describe("createElector's logger option", () => {
   })
 
   it("a failed start is rejected, not logged: the logger hears nothing of it", async () => {
-    const { logger, records } = pinoShaped()
+    const { logger, records } = recording()
     const fatal = new Store.StoreError({
       operation: "ensureSchema",
       retryable: false,
@@ -170,11 +156,11 @@ describe("createElector's logger option", () => {
 })
 
 describe("the logger's Effect Logger", () => {
-  const logged = (sink: Logs.Sink, effect: Effect.Effect<void>) =>
+  const logged = (sink: PromiseLogger, effect: Effect.Effect<void>) =>
     Effect.runSync(effect.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, Logs.make(sink)))))
 
   it("maps Effect's levels onto the logger's methods: Fatal to fatal where there is one, else error", () => {
-    const { logger, records } = pinoShaped()
+    const { logger, records } = recording()
     logged(
       logger,
       Effect.all([
@@ -200,7 +186,7 @@ describe("the logger's Effect Logger", () => {
   })
 
   it("joins a message of several parts, and gives annotations and the cause's error as fields", () => {
-    const { logger, records } = pinoShaped()
+    const { logger, records } = recording()
     logged(
       logger,
       Effect.logWarning(
@@ -224,7 +210,7 @@ describe("the logger's Effect Logger", () => {
   })
 
   it("a logger that throws loses no record: it goes to Effect's default logger, with the throw", () => {
-    const lines = captureConsole()
+    const lines = captureLogs()
     const broken = {
       debug: () => {},
       info: () => {

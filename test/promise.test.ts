@@ -4,6 +4,7 @@ import * as Lease from "../src/Lease.js"
 import { createElector, type PromiseElectorOptions } from "../src/promise.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
+import { captureLogs } from "./support/consoleLogs.js"
 import { eventually, fast as fastTiming } from "./support/promiseTiming.js"
 
 // Real time (see support/promiseTiming.ts), election `jobs` unless a test names its own.
@@ -67,15 +68,6 @@ const counted = (store: Store.StoreShape) => {
     )
   )
   return { counts, layer, release: () => Effect.runSync(Deferred.succeed(opened, undefined)) }
-}
-
-/** Lines the elector logged (Effect's default logger writes to console.log). */
-const captureLogs = () => {
-  const lines: Array<string> = []
-  vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => {
-    lines.push(args.map(String).join(" "))
-  })
-  return lines
 }
 
 afterEach(() => {

@@ -10,50 +10,35 @@ import type * as HashMap from "effect/HashMap"
 import * as Inspectable from "effect/Inspectable"
 import * as Logger from "effect/Logger"
 import type * as LogLevel from "effect/LogLevel"
+import type { PromiseLogger } from "../../promise.js"
 import * as LogFields from "../metrics/logFields.js"
 
-/**
- * What the elector needs of a logger: pino, winston and `console` all have
- * these methods.
- *
- * @internal
- */
-export interface Sink {
-  debug(first: unknown, second: unknown): unknown
-  info(first: unknown, second: unknown): unknown
-  warn(first: unknown, second: unknown): unknown
-  error(first: unknown, second: unknown): unknown
-  fatal?(first: unknown, second: unknown): unknown
-  readonly log?: unknown
-}
+// A method as the elector calls it: the fields and the message in the order
+// the logger takes them, which PromiseLogger's type (pino's order) cannot say.
+type Method = (first: unknown, second: unknown) => unknown
 
-// Called as methods, so that each keeps its logger as `this` (pino's need it).
-const write = (sink: Sink, level: LogLevel.LogLevel, first: unknown, second: unknown): unknown => {
+const methodOf = (logger: PromiseLogger, level: LogLevel.LogLevel): Method => {
   switch (level._tag) {
     case "Fatal":
-      return sink.fatal === undefined ? sink.error(first, second) : sink.fatal(first, second)
+      return (logger.fatal ?? logger.error) as Method
     case "Error":
-      return sink.error(first, second)
+      return logger.error as Method
     case "Warning":
-      return sink.warn(first, second)
+      return logger.warn as Method
     case "Info":
-      return sink.info(first, second)
+      return logger.info as Method
     default:
       // console.trace would print a stack: Trace goes with Debug.
-      return sink.debug(first, second)
+      return logger.debug as Method
   }
 }
 
 const textOf = (message: unknown): string =>
   Array.isArray(message) ? message.map((part) => Inspectable.toStringUnknown(part, 0)).join(" ") : String(message)
 
-/**
- * The record's fields: what its cause says of the error (tag, retryability,
- * fence), then its annotations, then the cause itself, pretty-printed.
- *
- * @internal
- */
-export const fieldsOf = (
+// The record's fields: what its cause says of the error (tag, retryability,
+// fence), then its annotations, then the cause itself, pretty-printed.
+const fieldsOf = (
   annotations: HashMap.HashMap<string, unknown>,
   cause: Cause.Cause<unknown>
 ): Record<string, unknown> => {
@@ -64,22 +49,24 @@ export const fieldsOf = (
 }
 
 /**
- * A logger that writes to `sink`. pino and bunyan take the fields first,
+ * A logger that writes to `logger`. pino and bunyan take the fields first,
  * `info(fields, message)`; a logger with a `log` method of its own (winston,
  * `console`, consola, log4js) takes the message first, `info(message, fields)`.
- * A sink that throws is untrusted code like any callback: the record goes to
+ * A logger that throws is untrusted code like any callback: the record goes to
  * Effect's default logger instead, with the throw in its cause.
  *
  * @internal
  */
-export const make = (sink: Sink): Logger.Logger<unknown, void> => {
-  const messageFirst = typeof sink.log === "function"
+export const make = (logger: PromiseLogger): Logger.Logger<unknown, void> => {
+  const messageFirst = "log" in logger && typeof logger.log === "function"
   return Logger.make((options) => {
     const text = textOf(options.message)
     const fields = fieldsOf(options.annotations, options.cause)
     try {
-      if (messageFirst) write(sink, options.logLevel, text, fields)
-      else write(sink, options.logLevel, fields, text)
+      // Called on the logger, which pino's methods need as `this`.
+      const method = methodOf(logger, options.logLevel)
+      if (messageFirst) method.call(logger, text, fields)
+      else method.call(logger, fields, text)
     } catch (thrown) {
       Logger.defaultLogger.log({ ...options, cause: Cause.sequential(options.cause, Cause.die(thrown)) })
     }
