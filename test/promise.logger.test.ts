@@ -153,6 +153,44 @@ describe("createElector's logger option", () => {
     expect(records().filter((r) => r.level === "error" || r.level === "fatal")).toEqual([])
     await elector.stop()
   })
+
+  it("under failFast, a fatal first answer fails the start and is not logged; without it, it is logged", async () => {
+    const fatal = new Store.StoreError({
+      operation: "inspect",
+      retryable: false,
+      reason: "no privilege",
+      cause: undefined
+    })
+    const refusing: Store.StoreShape = {
+      acquire: () => Effect.fail(fatal),
+      renew: () => Effect.fail(fatal),
+      release: () => Effect.fail(fatal),
+      inspect: () => Effect.fail(fatal)
+    }
+    const strict = recording()
+    const elector = createElector({
+      ...fastTiming,
+      name: unique("strict"),
+      store: refusing,
+      failFast: true,
+      logger: strict.logger
+    })
+    await expect(elector.start()).rejects.toBe(fatal)
+    await elector.stop()
+    expect(strict.records().filter((r) => r.level === "error")).toEqual([])
+    const lenient = recording()
+    const name = unique("lenient")
+    const running = createElector({ ...fastTiming, name, store: refusing, identity: "a", logger: lenient.logger })
+    await running.start()
+    await eventually(() => lenient.records().some((r) => r.level === "error"), "the fatal error logged")
+    await running.stop()
+    expect(lenient.records().filter((r) => r.level === "error")).toEqual([{
+      level: "error",
+      fields: { election: name, identity: "a", error: "StoreError", retryable: false },
+      message:
+        "inspect failed (fatal): no privilege; the store needs an operator (retrying; repeats logged at most once a minute)"
+    }])
+  })
 })
 
 describe("the logger's Effect Logger", () => {

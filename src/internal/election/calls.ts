@@ -184,8 +184,9 @@ export class Calling extends Advising {
   // A fatal error (bad credentials, missing table, no privilege) needs an
   // operator, and retrying will not fix it: log it at ERROR, but once, then
   // at most once a minute, not once per poll. Its end is logged at ERROR
-  // too, so that an error-only log pipeline shows the incident closed.
-  fatalFailed(error: StoreError): Effect.Effect<void> {
+  // too, so that an error-only log pipeline shows the incident closed. An
+  // error `reported` elsewhere (a failed `ready`) is not logged a first time.
+  fatalFailed(error: StoreError, reported: boolean): Effect.Effect<void> {
     return Effect.gen(this, function*() {
       const now = this.nanos()
       const fatal = this.fatal ??= new Set()
@@ -195,6 +196,7 @@ export class Calling extends Advising {
       if (first) {
         this.fatalLoggedAt = now
         this.fatalUnlogged = 0
+        if (reported) return
         return yield* Effect.logError(
           `${error.message}; the store needs an operator (retrying; repeats logged at most once a minute)`
         )
@@ -237,11 +239,14 @@ export class Calling extends Advising {
         yield* this.update((s) => ({ ...s, lastError: Option.some(error) }))
         if (error._tag === "LeaseExpiredLocally") return yield* Effect.logWarning(error.message)
         // Any answer of the store, an error included, makes the elector ready.
-        this.settleReady(this.config.failFast && Store.isFatal(error) ? Exit.fail(error) : Exit.void)
+        // Under failFast a fatal first answer fails `ready` instead, and
+        // what awaits it (a start, a layer's build) reports it.
+        const failsReady = this.readiness === undefined && this.config.failFast && Store.isFatal(error)
+        this.settleReady(failsReady ? Exit.fail(error) : Exit.void)
         if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
         yield* this.instrumentation.storeFailed(error)
         if (error.retryable) return yield* Effect.logWarning(error.message)
-        yield* this.fatalFailed(error)
+        yield* this.fatalFailed(error, failsReady)
       }),
       LogFields.ofError(error)
     )
