@@ -4,7 +4,7 @@
  *
  * - raw: a plain `pg` / `mysql2` loop per participant running the store's own
  *   SQL (the statements of src/stores/pg/sql.ts and
- *   src/stores/mysql/statements.ts) at the elector's rates and jitter
+ *   src/stores/mysql/sql.ts) at the elector's rates and jitter
  *   (renewals every renewInterval less up to a tenth, polls every jittered
  *   retryPeriod) on a pool of the same size, with no timeouts and no
  *   watchdog; on MariaDB a claim or renewal is one multi-statement request,
@@ -57,7 +57,7 @@ import pg from "pg"
 import * as Elector from "../src/Elector.js"
 import * as Timing from "../src/internal/election/timing.js"
 import * as Store from "../src/Store.js"
-import * as MysqlSql from "../src/stores/mysql/statements.js"
+import * as MysqlSql from "../src/stores/mysql/sql.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import { quoteIdentifier } from "../src/stores/pg/config.js"
 import { ddl, lockTimeoutFor, statements } from "../src/stores/pg/sql.js"

@@ -8,7 +8,7 @@ import * as net from "node:net"
 import type * as ElectorError from "../src/ElectorError.js"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
-import * as Sql from "../src/stores/mysql/statements.js"
+import * as Sql from "../src/stores/mysql/sql.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import { StoreSuite } from "../src/testing.js"
 

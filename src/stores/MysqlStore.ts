@@ -25,7 +25,7 @@
  * server; a late answer that succeeded puts the connection back in the pool.
  *
  * The statements mean the same on MySQL 8 and MariaDB 10.11 (their
- * differences, and how each is handled, are noted in `mysql/statements.ts`).
+ * differences, and how each is handled, are noted in `mysql/sql.ts`).
  * `name` and `holder` are compared byte for byte, so `'A'`, `'a'` and `'a '`
  * are three elections; one longer than 1020 bytes fails with 1406 (fatal)
  * under the default strict `sql_mode`. Instants come from the server's
@@ -34,36 +34,100 @@
  *
  * @since 0.1.0
  */
-import * as SqlStore from "./internal/sqlStore.js"
-import { dialect, type OwnedOptions } from "./mysql/dialect.js"
+import type * as Either from "effect/Either"
+import type * as Mysql from "mysql2"
+import type { InvalidConfig } from "../ElectorError.js"
+import * as Engine from "./internal/sqlStore.js"
+import * as Classify from "./mysql/classify.js"
+import * as Config from "./mysql/config.js"
+import { driver, type OwnedOptions } from "./mysql/driver.js"
+import { statements } from "./mysql/statements.js"
+import type * as SqlStore from "./SqlStore.js"
 
 /** @since 0.1.0 */
 export * from "./SqlStoreError.js"
 
 export {
-  /** @since 0.1.0 */
-  parseUrl,
-  /** @since 0.1.0 */
-  quoteIdentifier
-} from "./mysql/config.js"
-
-export {
-  /** @since 0.1.0 */
-  classify
-} from "./mysql/classify.js"
-
-export {
-  /** @since 0.1.0 */
+  /**
+   * What the candidates' table's name adds to the lease table's, unless the
+   * `candidatesTable` option says otherwise: for a migration
+   * ({@link candidatesSchema}).
+   *
+   * @since 0.2.0
+   */
+  candidatesSuffix,
+  /**
+   * The lease table's name unless the `table` option says otherwise: for a
+   * migration that creates it ({@link schema}) or an operator's query.
+   *
+   * @since 0.1.0
+   */
   defaultTable
-} from "./internal/sqlStore.js"
-
-export {
-  /** @since 0.2.0 */
-  candidatesSuffix
-} from "./internal/sqlStore.js"
+} from "./SqlStore.js"
 
 /**
- * The options every constructor takes.
+ * Quotes an identifier as the store's statements do: backticks around it,
+ * embedded backticks doubled. For an operator's or a migration's own
+ * queries on the store's tables (a store's `table` field is quoted already).
+ *
+ * @since 0.1.0
+ * @category schema
+ * @example
+ * ```ts
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * MysqlStore.quoteIdentifier("odd`name") // '`odd``name`'
+ * ```
+ */
+export const quoteIdentifier: (name: string) => string = Config.quoteIdentifier
+
+/**
+ * The verdict of {@link classify}: what every `StoreError` of the store
+ * carries.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Classification = SqlStore.Classification
+
+/**
+ * The verdict the store gives an error of mysql2, the pool or the server,
+ * which every `StoreError` it returns carries: for an app that runs its own
+ * queries on the same database and retries or alerts the way the store
+ * does. Known server errnos decide first (locks, deadlocks, read-only
+ * phases, too many connections and lost connections are retryable; access
+ * denied, no such database, table or column, data too long are fatal), then
+ * the driver's or the OS's code; an error mysql2 marks `fatal` (it broke the
+ * connection) is retryable. Anything else, syntax errors included, is
+ * fatal: it will not fix itself. The store's own {@link OperationTimeout}
+ * and {@link Saturated} are retryable.
+ *
+ * @since 0.1.0
+ * @category classification
+ * @example
+ * ```ts
+ * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
+ *
+ * MysqlStore.classify({ errno: 1213, code: "ER_LOCK_DEADLOCK", message: "Deadlock" }).retryable // true
+ * ```
+ */
+export const classify: (error: unknown) => Classification = Classify.classify
+
+/**
+ * Parses a `mysql://user:password@host:port/database` (or `mariadb://`) URL
+ * into mysql2 connection options; query parameters are refused.
+ *
+ * @deprecated {@link makeFromUrl}, {@link layerFromUrl} and
+ * {@link layerConfig} parse and check the URL themselves, refusing a bad
+ * one with an `InvalidConfig` (field `url`); for a pool of your own, pass
+ * the URL to mysql2's `createPool({ uri })`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const parseUrl: (url: string) => Either.Either<Mysql.ConnectionOptions, InvalidConfig> = Config.parseUrl
+
+/**
+ * The options every constructor takes (see `SqlStore.Options`).
  *
  * @since 0.1.0
  * @category models
@@ -89,14 +153,14 @@ export type MysqlStoreUrlOptions = OwnedOptions
 export type MysqlStoreConfig = SqlStore.UrlConfig<MysqlStoreUrlOptions>
 
 /**
- * The store's operations plus its schema management.
+ * The MySQL / MariaDB store: the `Store` operations, plus its DDL.
  *
  * @since 0.1.0
  * @category models
  */
 export type MysqlStore = SqlStore.SqlStore
 
-const store = SqlStore.constructors(dialect)
+const store = Engine.constructors(driver, statements)
 
 /**
  * The DDL of the store's table (`ensureSchema` also runs

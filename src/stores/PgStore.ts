@@ -25,23 +25,43 @@
  *
  * @since 0.1.0
  */
-import * as SqlStore from "./internal/sqlStore.js"
-import { dialect, type OwnedOptions } from "./pg/dialect.js"
+import type * as Either from "effect/Either"
+import type { InvalidConfig } from "../ElectorError.js"
+import type { Operation, StoreError } from "../Store.js"
+import * as Engine from "./internal/sqlStore.js"
+import * as Classify from "./pg/classify.js"
+import * as Config from "./pg/config.js"
+import { driver, type OwnedOptions } from "./pg/driver.js"
 import * as Hints from "./pg/hints.js"
-
-/** @since 0.1.0 */
-export * from "./pg/classify.js"
-
-/** @since 0.1.0 */
-export * from "./pg/config.js"
+import { statements } from "./pg/statements.js"
+import type * as SqlStore from "./SqlStore.js"
 
 /** @since 0.1.0 */
 export * from "./SqlStoreError.js"
 
+export {
+  /**
+   * What the candidates' table's name adds to the lease table's, unless the
+   * `candidatesTable` option says otherwise: for a migration
+   * ({@link candidatesSchema}).
+   *
+   * @since 0.2.0
+   */
+  candidatesSuffix,
+  /**
+   * The lease table's name unless the `table` option says otherwise: for a
+   * migration that creates it ({@link schema}) or an operator's query.
+   *
+   * @since 0.1.0
+   */
+  defaultTable
+} from "./SqlStore.js"
+
 /**
  * The channel of the wake-up hints of a store's table (its `table` field):
  * its releases `pg_notify` it, and a store with `listen` set runs `LISTEN` on
- * it. Derived from the table alone, so every store of one table agrees.
+ * it. Derived from the table alone, so every store of one table agrees. For
+ * an operator who watches the hints (`LISTEN` in psql).
  *
  * @since 0.2.0
  * @category constants
@@ -54,17 +74,95 @@ export * from "./SqlStoreError.js"
  */
 export const hintChannel: (table: string) => string = Hints.channelOf
 
-export {
-  /** @since 0.1.0 */
-  defaultTable
-} from "./internal/sqlStore.js"
-
-export {
-  /** @since 0.2.0 */
-  candidatesSuffix
-} from "./internal/sqlStore.js"
+/**
+ * Quotes an identifier as the store's statements do: wrapped in double
+ * quotes, embedded double quotes doubled, so it names exactly `value`, case
+ * and all. For an operator's or a migration's own queries on the store's
+ * tables (a store's `table` field is quoted already).
+ *
+ * @since 0.1.0
+ * @category schema
+ * @example
+ * ```ts
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * PgStore.quoteIdentifier('my "odd" table') // '"my ""odd"" table"'
+ * ```
+ */
+export const quoteIdentifier: (value: string) => string = Config.quoteIdentifier
 
 /**
+ * The verdict of {@link classify}: what every `StoreError` of the store
+ * carries.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Classification = SqlStore.Classification
+
+/**
+ * The verdict the store gives an error of `pg`, the pool or the server,
+ * which every `StoreError` it returns carries: for an app that runs its own
+ * queries on the same database and retries or alerts the way the store
+ * does. Retryable: the SQLSTATE classes of the connection, rollbacks,
+ * resources and the system (08, 40, 53, 58), shutdowns and restarts, lock
+ * and statement timeouts, a read-only standby, socket errors, the store's
+ * own {@link OperationTimeout} and {@link Saturated}, and any error without a
+ * code (the outcome is unknown). Fatal: every other SQLSTATE (a missing
+ * table, a privilege, authentication, no such database) and a bad option.
+ * An `@effect/sql` `SqlError` is classified by its cause.
+ *
+ * @since 0.1.0
+ * @category classification
+ * @example
+ * ```ts
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * PgStore.classify(Object.assign(new Error("relation does not exist"), { code: "42P01" }))
+ * // { retryable: false, reason: "relation does not exist", code: "42P01" }
+ * ```
+ */
+export const classify: (error: unknown) => Classification = Classify.classify
+
+/**
+ * Checks that `value` names exactly one PostgreSQL identifier once quoted:
+ * not empty, no NUL, well-formed Unicode, at most 63 bytes of UTF-8.
+ *
+ * @deprecated The store checks every name it is given, and so does
+ * {@link schema}: `PgStore.schema("", name)` is a `Left` with an
+ * `InvalidConfig` naming what is wrong.
+ * @since 0.1.0
+ * @category validation
+ */
+export const validateIdentifier: (field: string, value: string) => Either.Either<string, InvalidConfig> =
+  Config.validateIdentifier
+
+/**
+ * Validates a connection URL: it must parse and use the `postgres:` or
+ * `postgresql:` scheme.
+ *
+ * @deprecated {@link makeFromUrl}, {@link layerFromUrl} and
+ * {@link layerConfig} check the URL and refuse a bad one with an
+ * `InvalidConfig` (field `url`).
+ * @since 0.1.0
+ * @category validation
+ */
+export const validateUrl: (url: string) => Either.Either<string, InvalidConfig> = Config.validateUrl
+
+/**
+ * Wraps any failure of a store operation as a `Store.StoreError`, classified
+ * by {@link classify}.
+ *
+ * @deprecated Build it from {@link classify}:
+ * `new Store.StoreError({ operation, ...PgStore.classify(error), cause: error })`.
+ * @since 0.1.0
+ * @category classification
+ */
+export const toStoreError: (operation: Operation, error: unknown) => StoreError = Engine.toStoreError(classify)
+
+/**
+ * The options every constructor takes (see `SqlStore.Options`).
+ *
  * @since 0.1.0
  * @category models
  */
@@ -96,7 +194,7 @@ export type PgStoreUrlOptions = OwnedOptions
  */
 export type PgStoreConfig = SqlStore.UrlConfig<PgStoreUrlOptions>
 
-const store = SqlStore.constructors(dialect)
+const store = Engine.constructors(driver, statements)
 
 /**
  * The DDL of the table: what {@link PgStore.ensureSchema} runs (with

@@ -1,23 +1,11 @@
 /**
  * Classification of mysql2 / MySQL / MariaDB errors into retryable and fatal.
  *
- * @since 0.1.0
+ * @internal
  */
 import * as Predicate from "effect/Predicate"
+import type { Classification } from "../SqlStore.js"
 import { OperationTimeout, Saturated } from "../SqlStoreError.js"
-
-/**
- * What the store learns from a driver error.
- *
- * @since 0.1.0
- * @category models
- */
-export interface Classification {
-  readonly retryable: boolean
-  /** The server's errno as a string, or the driver's / the OS's error code. */
-  readonly code: string | undefined
-  readonly reason: string
-}
 
 // Conditions that fix themselves: locks, read-only phases during failover,
 // overload, and everything that means "the connection, not the request, failed".
@@ -74,15 +62,6 @@ const field = (error: unknown, key: string): unknown =>
  * connection failure, so retryable. Anything else, syntax errors included,
  * is fatal: it will not fix itself. The store's own {@link OperationTimeout}
  * and a shed poll ({@link Saturated}) are retryable.
- *
- * @since 0.1.0
- * @category errors
- * @example
- * ```ts
- * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
- *
- * MysqlStore.classify({ errno: 1213, code: "ER_LOCK_DEADLOCK", message: "Deadlock" }).retryable // true
- * ```
  */
 export const classify = (error: unknown): Classification => {
   if (error instanceof OperationTimeout || error instanceof Saturated) {

@@ -9,7 +9,7 @@
  * alter are rejected up front with the reason, rather than failing later as
  * a syntax error or, worse, naming a different table.
  *
- * @since 0.1.0
+ * @internal
  */
 import * as Either from "effect/Either"
 import type * as Mysql from "mysql2"
@@ -35,19 +35,10 @@ const identifierProblem = (name: string): string | undefined => {
 /**
  * Quotes a MySQL identifier: backticks around it, embedded backticks
  * doubled. Use `schema` or the store options, which also validate.
- *
- * @since 0.1.0
- * @category schema
- * @example
- * ```ts
- * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
- *
- * MysqlStore.quoteIdentifier("odd`name") // '`odd``name`'
- * ```
  */
 export const quoteIdentifier = (name: string): string => `\`${name.replaceAll("`", "``")}\``
 
-/** Validates and quotes `name`, or says why it cannot be an identifier. @internal */
+/** Validates and quotes `name`, or says why it cannot be an identifier. */
 export const identifier = (field: string, name: string): Either.Either<string, InvalidConfig> => {
   const reason = identifierProblem(name)
   return reason === undefined ? Either.right(quoteIdentifier(name)) : Either.left(new InvalidConfig({ field, reason }))
@@ -57,15 +48,6 @@ export const identifier = (field: string, name: string): Either.Either<string, I
  * Parses a `mysql://user:password@host:port/database` (or `mariadb://`) URL
  * into connection options. Query parameters are refused rather than
  * ignored: pass driver options through the `MysqlClient` config instead.
- *
- * @since 0.1.0
- * @category constructors
- * @example
- * ```ts
- * import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
- *
- * MysqlStore.parseUrl("mysql://root@127.0.0.1:3306/test")
- * ```
  */
 export const parseUrl = (url: string): Either.Either<Mysql.ConnectionOptions, InvalidConfig> => {
   const invalid = (reason: string) => Either.left(new InvalidConfig({ field: "url", reason }))

@@ -8,8 +8,6 @@
  *
  * @internal
  */
-import type { SlotRecord } from "../../Store.js"
-
 const now = "UTC_TIMESTAMP(6)"
 const micros = (expression: string) => `CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${expression}) AS CHAR)`
 
@@ -75,18 +73,3 @@ export const complete = (slots: string, leases: string): string =>
 export const last = (slots: string): string =>
   `SELECT ${micros(now)} AS now_us, ${slotColumns("x")} FROM (SELECT 1 AS one) AS o LEFT JOIN ` +
   `(SELECT * FROM ${slots} WHERE name = ? AND job = ? ORDER BY slot_ms DESC LIMIT 1) AS x ON TRUE`
-
-const millis = (us: unknown): Date => new Date(Number(BigInt(String(us)) / 1000n))
-
-/** The server's now of a row, in milliseconds rounded down. */
-export const toNow = (row: Record<string, unknown>): Date => millis(row["now_us"])
-
-/** Decodes the slot columns of a row; `undefined` when the row has none. */
-export const toSlot = (row: Record<string, unknown>): SlotRecord | undefined =>
-  row["slot_ms"] === null || row["slot_ms"] === undefined ? undefined : {
-    job: String(row["job"]),
-    at: new Date(Number(row["slot_ms"])),
-    fence: BigInt(String(row["slot_fence"])),
-    startedAt: millis(row["started_us"]),
-    completedAt: row["completed_us"] === null ? null : millis(row["completed_us"])
-  }

@@ -2,32 +2,12 @@
  * Classification of PostgreSQL driver errors into the ones that can fix
  * themselves (retryable) and the ones that need an operator (fatal).
  *
- * @since 0.1.0
+ * @internal
  */
 import * as Predicate from "effect/Predicate"
 import { InvalidConfig } from "../../ElectorError.js"
-import { stackless } from "../../internal/runtime/stackless.js"
-import { type Operation, StoreError } from "../../Store.js"
+import type { Classification } from "../SqlStore.js"
 import { OperationTimeout, Saturated } from "../SqlStoreError.js"
-
-/**
- * The verdict on one error.
- *
- * @since 0.1.0
- * @category models
- * @example
- * ```ts
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * const verdict: PgStore.Classification = PgStore.classify(new Error("Connection terminated unexpectedly"))
- * ```
- */
-export interface Classification {
-  readonly retryable: boolean
-  readonly reason: string
-  /** The SQLSTATE, or the Node.js system error code (ECONNRESET, ...). */
-  readonly code?: string | undefined
-}
 
 /** SQLSTATE classes that describe the server or the path to it, not the request. */
 const retryableClasses = new Set([
@@ -89,16 +69,6 @@ const reasonOf = (error: object, code: string | undefined): string =>
  *   retryable, as the outcome of the call is unknown.
  *
  * An `@effect/sql` `SqlError` is classified by its cause.
- *
- * @since 0.1.0
- * @category classification
- * @example
- * ```ts
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * PgStore.classify(Object.assign(new Error("relation does not exist"), { code: "42P01" }))
- * // { retryable: false, reason: "relation does not exist", code: "42P01" }
- * ```
  */
 export const classify = (error: unknown): Classification => {
   if (Predicate.isTagged(error, "SqlError") && Predicate.hasProperty(error, "cause")) {
@@ -123,19 +93,3 @@ export const classify = (error: unknown): Classification => {
     (sqlstate.test(code) && (retryableClasses.has(code.slice(0, 2)) || retryableStates.has(code)))
   return { retryable, reason, code }
 }
-
-/**
- * Wraps any failure of a store operation as a `Store.StoreError`, classified
- * by {@link classify}.
- *
- * @since 0.1.0
- * @category classification
- * @example
- * ```ts
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * PgStore.toStoreError("renew", Object.assign(new Error("reset"), { code: "ECONNRESET" })).retryable // true
- * ```
- */
-export const toStoreError = (operation: Operation, error: unknown): StoreError =>
-  stackless(() => new StoreError({ operation, ...classify(error), cause: error }))

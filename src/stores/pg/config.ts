@@ -3,7 +3,7 @@
  * connection URLs are refused with a typed error naming the field and the
  * reason, before anything reaches the database.
  *
- * @since 0.1.0
+ * @internal
  */
 import * as Either from "effect/Either"
 import { InvalidConfig } from "../../ElectorError.js"
@@ -17,16 +17,6 @@ const maxIdentifierBytes = 63
  * not empty, no NUL (the protocol cannot carry it), well-formed Unicode (a
  * lone surrogate would be sent as U+FFFD and name another object) and at most
  * 63 bytes of UTF-8 (the server would truncate it and name another object).
- *
- * @since 0.1.0
- * @category validation
- * @example
- * ```ts
- * import { Either } from "effect"
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * Either.isLeft(PgStore.validateIdentifier("table", "")) // true
- * ```
  */
 export const validateIdentifier = (field: string, value: string): Either.Either<string, InvalidConfig> =>
   limits.text(field, value, maxIdentifierBytes)
@@ -35,31 +25,12 @@ export const validateIdentifier = (field: string, value: string): Either.Either<
  * Quotes an identifier for PostgreSQL: wrapped in double quotes, embedded
  * double quotes doubled. The result always names exactly `value`, case and
  * all; validate it first with {@link validateIdentifier}.
- *
- * @since 0.1.0
- * @category validation
- * @example
- * ```ts
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * PgStore.quoteIdentifier('my "odd" table') // '"my ""odd"" table"'
- * ```
  */
 export const quoteIdentifier = (value: string): string => `"${value.replaceAll("\"", "\"\"")}"`
 
 /**
  * Validates a connection URL: it must parse and use the `postgres:` or
  * `postgresql:` scheme.
- *
- * @since 0.1.0
- * @category validation
- * @example
- * ```ts
- * import { Either } from "effect"
- * import * as PgStore from "effect-leaderelection/stores/PgStore"
- *
- * Either.isRight(PgStore.validateUrl("postgres://app@db:5432/app")) // true
- * ```
  */
 export const validateUrl = (url: string): Either.Either<string, InvalidConfig> => {
   if (!URL.canParse(url)) {

@@ -24,10 +24,12 @@ import * as FiberId from "effect/FiberId"
 import * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
 import { createHash } from "node:crypto"
-import type { ClientConfig } from "pg"
+import type { Client, ClientConfig } from "pg"
 import type * as WakeUps from "../../internal/runtime/wakeUps.js"
 import * as Metrics from "../../Metrics.js"
-import { Pg } from "./driver.js"
+
+/** A new, unconnected client of the driver. */
+export type NewClient = (config: ClientConfig) => Client
 
 /**
  * The channel of a table (its quoted, possibly schema-qualified name):
@@ -59,6 +61,7 @@ const keepAliveAfter = Duration.seconds(10)
  * ended however the session ends.
  */
 const session = (
+  newClient: NewClient,
   config: ClientConfig,
   channel: string,
   hints: WakeUps.Registry,
@@ -67,7 +70,7 @@ const session = (
 ): Effect.Effect<never, unknown> =>
   Effect.acquireUseRelease(
     Effect.sync(() =>
-      new Pg.Client({
+      newClient({
         ...config,
         keepAlive: true,
         keepAliveInitialDelayMillis: Duration.toMillis(keepAliveAfter),
@@ -104,6 +107,7 @@ const session = (
  * @internal
  */
 export const listen = (
+  newClient: NewClient,
   config: ClientConfig,
   channel: string,
   hints: WakeUps.Registry,
@@ -133,7 +137,9 @@ export const listen = (
       const wait = Duration.times(retryFirst, 2 ** Math.min(failures++, 16))
       yield* Effect.sleep(Duration.min(wait, retryAtMost))
     })
-  const loop = Effect.forever(Effect.catchAllCause(session(config, channel, hints, timeout, listening), lost))
+  const loop = Effect.forever(
+    Effect.catchAllCause(session(newClient, config, channel, hints, timeout, listening), lost)
+  )
   return Effect.zipRight(
     Effect.forkScoped(Effect.annotateLogs(loop, "channel", channel)),
     Deferred.await(started)

@@ -1,0 +1,146 @@
+/**
+ * What the two SQL stores, `PgStore` and `MysqlStore`, have in common for
+ * their users: the options every constructor takes, the store they build,
+ * the default names of its tables and the verdict on a driver error. Each
+ * store module re-exports what its users name (`PgStore.defaultTable`,
+ * `PgStore.PgStoreOptions`, ...); this module is where they are documented
+ * once.
+ *
+ * @since 0.1.0
+ */
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Redacted from "effect/Redacted"
+import type { Lease } from "../Lease.js"
+import type { Candidate, StoreError, StoreShape } from "../Store.js"
+
+/**
+ * The table the store uses unless told otherwise.
+ *
+ * @since 0.1.0
+ * @category constants
+ * @example
+ * ```ts
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * PgStore.defaultTable // "leader_election"
+ * ```
+ */
+export const defaultTable = "leader_election"
+
+/**
+ * What the name of the candidates' table adds to the table's by default:
+ * `leader_election_candidates`. Set `candidatesTable` when the table's name
+ * leaves no room for it within the database's identifier limit (PostgreSQL:
+ * 63 bytes, MySQL: 64 characters).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const candidatesSuffix = "_candidates"
+
+/**
+ * The options every SQL store constructor takes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /**
+   * Schema (PostgreSQL) or database (MySQL) of the tables. Defaults to the
+   * connection's (PostgreSQL: the name resolves through `search_path`).
+   */
+  readonly schema?: string | undefined
+  /** Defaults to `leader_election` ({@link defaultTable}). */
+  readonly table?: string | undefined
+  /** The table of scheduled job slots (`Elector.schedule`). Defaults to the table's name + `_slots`. */
+  readonly slotTable?: string | undefined
+  /**
+   * The candidates' table (see `Store.advertise`), in the same schema.
+   * Defaults to the table's name + `_candidates`.
+   */
+  readonly candidatesTable?: string | undefined
+  /**
+   * Bounds every call, waiting for a connection included. On expiry the call
+   * fails with a retryable `StoreError` (an `OperationTimeout`, whose note
+   * says what becomes of its connection). Defaults to 3 seconds, the
+   * elector's default operation timeout.
+   */
+  readonly operationTimeout?: Duration.DurationInput | undefined
+  /** Run the store's `ensureSchema` when it is built. Defaults to false. */
+  readonly ensureSchema?: boolean | undefined
+}
+
+/**
+ * The options of a store that owns its pool.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface OwnedPoolOptions extends Options {
+  /** Connections in the store's own pool. Defaults to 4. */
+  readonly maxConnections?: number | undefined
+}
+
+/**
+ * What a store's `layerConfig` reads: its options plus the URL, as `Redacted`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type UrlConfig<Options> = Options & {
+  /** The connection URL, password included: read it with `Config.redacted`. */
+  readonly url: Redacted.Redacted<string>
+}
+
+/**
+ * A SQL store: the `Store` operations, plus its tables, DDL and operators' reads.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SqlStore extends StoreShape {
+  /** The quoted, possibly schema-qualified table name the statements use. */
+  readonly table: string
+  /**
+   * The quoted, possibly schema-qualified table of job slots; `undefined`
+   * when the default name (the table's + `_slots`) is too long for an
+   * identifier and no `slotTable` was given: then the store records no slots.
+   */
+  readonly slotTable: string | undefined
+  /**
+   * Creates the tables (leases, candidates, job slots) if they do not exist.
+   * Idempotent, and safe when many replicas run it at once. The schema
+   * itself must exist.
+   */
+  readonly ensureSchema: Effect.Effect<void, StoreError>
+  /**
+   * Every election in the table, by name, each read with the same
+   * statement's clock: who leads what, for operators. Read-only; its errors
+   * report the `inspect` operation.
+   */
+  readonly list: Effect.Effect<ReadonlyArray<Lease>, StoreError>
+  /**
+   * Every live candidate of every election (see `Store.advertise`), by
+   * election, highest priority first: for operators. Read-only; its errors
+   * report the `inspect` operation.
+   */
+  readonly candidates: Effect.Effect<ReadonlyArray<Candidate & { readonly name: string }>, StoreError>
+  readonly advertise: NonNullable<StoreShape["advertise"]>
+  readonly withdraw: NonNullable<StoreShape["withdraw"]>
+}
+
+/**
+ * The verdict of a store's `classify` on one error: whether it can fix itself
+ * (`retryable`) or needs an operator, and why. Every `StoreError` a SQL
+ * store returns carries these fields.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Classification {
+  readonly retryable: boolean
+  readonly reason: string
+  /** The SQLSTATE (PostgreSQL) or errno (MySQL), or the driver's / the OS's error code (ECONNRESET, ...). */
+  readonly code?: string | undefined
+}

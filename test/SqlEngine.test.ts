@@ -1,0 +1,162 @@
+/**
+ * The SQL store engine on a fake driver and fake statements, no database:
+ * what each answer means for the Store contract is decided by the engine,
+ * once for every dialect (a guard that matched no row is `LeaseLost`, an
+ * election without a row `NoLease`), and a driver error becomes a
+ * `StoreError` with the dialect's verdict.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Either } from "effect"
+import type { Lease } from "../src/Lease.js"
+import { LeaseLost, NoLease, StoreError } from "../src/Store.js"
+import type * as Dialect from "../src/stores/internal/dialect.js"
+import * as Engine from "../src/stores/internal/sqlStore.js"
+import type { OwnedPoolOptions } from "../src/stores/SqlStore.js"
+
+/** A request names its statement; a result is whatever the test queued for it. */
+interface Request {
+  readonly label: string
+}
+
+/** An error of the fake driver; `retryable` is its verdict. */
+class FakeError extends Error {
+  constructor(readonly retryable: boolean) {
+    super(retryable ? "connection refused" : "password authentication failed")
+  }
+}
+
+/** The fake database: `down` fails every connection with `failure`; `answers` are the results of the statements run, in order. */
+const fakeDatabase = () => {
+  const state = {
+    down: false,
+    failure: new FakeError(true),
+    answers: [] as Array<unknown>,
+    sent: [] as Array<string>,
+    connects: 0
+  }
+  const driver: Dialect.Driver<"pool", "connection", Request, unknown, "settings", never, OwnedPoolOptions> = {
+    connections: () => ({
+      connect: (callback) => {
+        state.connects++
+        return state.down ? callback(state.failure, undefined) : callback(undefined, "connection")
+      },
+      run: (_connection, { label }, callback) => {
+        state.sent.push(label)
+        const answer = state.answers.shift()
+        return answer instanceof Error ? callback(answer, undefined) : callback(undefined, answer)
+      },
+      release: () => {}
+    }),
+    capacity: () => 2,
+    poolProblem: () => undefined,
+    classify: (error) =>
+      error instanceof FakeError
+        ? { retryable: error.retryable, reason: error.message, code: "FAKE" }
+        : { retryable: true, reason: String(error) },
+    fromUrl: () => Either.right("settings"),
+    fromClient: Effect.succeed("settings"),
+    ownPool: (settings) => Either.right(settings),
+    openPool: () => "pool",
+    endPool: (_pool, done) => done()
+  }
+  return { state, driver }
+}
+
+/** Statements whose answers are passed on as they are: the test's queued results are the decoded rows. */
+const statement = <Row>(label: string): Dialect.Statement<Request, unknown, Row> => ({
+  request: { label },
+  decode: (result) => result as Row
+})
+
+const statements: Dialect.Statements<Request, unknown> = {
+  identifier: (_field, name) => Either.right(`"${name}"`),
+  ddl: { leases: (t) => `leases ${t}`, slots: (t) => `slots ${t}`, candidates: (t) => `candidates ${t}` },
+  script: (label) => ({ label }),
+  leases: () => ({
+    acquire: () => statement("acquire"),
+    renew: () => statement("renew"),
+    release: () => ({ label: "release" }),
+    inspect: () => statement("inspect"),
+    list: statement("list"),
+    advertise: () => statement("advertise"),
+    withdraw: () => ({ label: "withdraw" }),
+    candidates: statement("candidates")
+  }),
+  slots: () => ({
+    claim: () => statement("claim"),
+    complete: () => statement("complete"),
+    last: () => statement("last")
+  })
+}
+
+const lease: Lease = {
+  name: "jobs",
+  holder: "a",
+  fence: 3n,
+  payload: null,
+  acquiredAt: new Date(0),
+  renewedAt: new Date(0),
+  expiresAt: new Date(15_000),
+  now: new Date(0)
+}
+
+const setup = () => {
+  const database = fakeDatabase()
+  const store = Engine.constructors(database.driver, statements)
+  return { ...database, store }
+}
+
+describe("the SQL store engine", () => {
+  it.effect("a guarded write that matched no row lost the lease; an election without a row has no lease", () =>
+    Effect.gen(function*() {
+      const { state, store } = setup()
+      const sql = yield* store.makeFromPool("pool")
+      state.answers.push(undefined, lease)
+      expect(yield* Effect.flip(sql.renew("jobs", "a", 3n, Duration.seconds(15), null))).toEqual(
+        new LeaseLost({ name: "jobs", identity: "a", fence: 3n })
+      )
+      expect(yield* sql.renew("jobs", "a", 3n, Duration.seconds(15), null)).toBe(lease)
+      state.answers.push(undefined, lease)
+      expect(yield* Effect.flip(sql.inspect("jobs"))).toEqual(new NoLease({ name: "jobs" }))
+      expect(yield* sql.inspect("jobs")).toBe(lease)
+      const slots = sql.slots!
+      const now = new Date(1_000)
+      state.answers.push(undefined, { claimed: true, slot: undefined, now }, undefined, now)
+      const at = new Date(0)
+      expect(yield* Effect.flip(slots.claim("jobs", "a", 3n, "report", at, false))).toBeInstanceOf(LeaseLost)
+      expect(yield* slots.claim("jobs", "a", 3n, "report", at, false)).toEqual({ claimed: true, slot: undefined, now })
+      expect(yield* Effect.flip(slots.complete("jobs", "a", 3n, "report", at))).toEqual(
+        new LeaseLost({ name: "jobs", identity: "a", fence: 3n })
+      )
+      expect(yield* slots.complete("jobs", "a", 3n, "report", at)).toBe(now)
+      expect(state.sent).toEqual(["renew", "renew", "inspect", "inspect", "claim", "claim", "complete", "complete"])
+    }))
+
+  it.effect("the other answers pass as the statements decode them; a release or withdrawal carries nothing", () =>
+    Effect.gen(function*() {
+      const { state, store } = setup()
+      const sql = yield* store.makeFromPool("pool")
+      const last = { now: new Date(0), slot: undefined }
+      state.answers.push(lease, "anything", [lease], [], "anything", [], last)
+      expect(yield* sql.acquire("jobs", "a", Duration.seconds(15), null)).toBe(lease)
+      expect(yield* sql.release("jobs", "a", 3n)).toBeUndefined()
+      expect(yield* sql.list).toEqual([lease])
+      expect(yield* sql.advertise("jobs", "a", { priority: 1, version: null }, Duration.seconds(15))).toEqual([])
+      expect(yield* sql.withdraw("jobs", "a")).toBeUndefined()
+      expect(yield* sql.candidates).toEqual([])
+      expect(yield* sql.slots!.last("jobs", "report")).toBe(last)
+      expect(sql.answersWithin).toEqual(Duration.seconds(3))
+    }))
+
+  it.effect("a driver's error is a StoreError of the operation, with the dialect's verdict and the cause", () =>
+    Effect.gen(function*() {
+      const { state, store } = setup()
+      const sql = yield* store.makeFromPool("pool")
+      const cause = new FakeError(false)
+      state.answers.push(cause)
+      const error = yield* Effect.flip(sql.renew("jobs", "a", 3n, Duration.seconds(15), null))
+      expect(error).toEqual(
+        new StoreError({ operation: "renew", retryable: false, reason: cause.message, code: "FAKE", cause })
+      )
+    }))
+})
