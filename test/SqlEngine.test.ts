@@ -2,11 +2,12 @@
  * The SQL store engine on a fake driver and fake statements, no database:
  * what each answer means for the Store contract is decided by the engine,
  * once for every dialect (a guard that matched no row is `LeaseLost`, an
- * election without a row `NoLease`), and a driver error becomes a
- * `StoreError` with the dialect's verdict.
+ * election without a row `NoLease`), a driver error becomes a `StoreError`
+ * with the dialect's verdict, and `ensureSchema: true` waits for a database
+ * that cannot be reached yet, logging at most once a minute.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either } from "effect"
+import { Duration, Effect, Either, Fiber, FiberRef, HashSet, Logger, LogLevel, TestClock } from "effect"
 import type { Lease } from "../src/Lease.js"
 import { LeaseLost, NoLease, StoreError } from "../src/Store.js"
 import type * as Dialect from "../src/stores/internal/dialect.js"
@@ -106,6 +107,18 @@ const setup = () => {
   return { ...database, store }
 }
 
+/** Every log line at INFO or above, as "LEVEL message". */
+const captureLogs = Effect.gen(function*() {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ logLevel, message }) => {
+    if (LogLevel.greaterThanEqual(logLevel, LogLevel.Info)) {
+      lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)
+    }
+  })
+  yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
+  return lines
+})
+
 describe("the SQL store engine", () => {
   it.effect("a guarded write that matched no row lost the lease; an election without a row has no lease", () =>
     Effect.gen(function*() {
@@ -158,5 +171,63 @@ describe("the SQL store engine", () => {
       expect(error).toEqual(
         new StoreError({ operation: "renew", retryable: false, reason: cause.message, code: "FAKE", cause })
       )
+    }))
+
+  it.effect("ensureSchema: true waits for a database that cannot be reached, and says so once a minute", () =>
+    Effect.gen(function*() {
+      const lines = yield* captureLogs
+      const { state, store } = setup()
+      state.down = true
+      const building = yield* Effect.fork(store.makeFromPool("pool", { ensureSchema: true }))
+      yield* TestClock.adjust(Duration.seconds(59))
+      expect(building.unsafePoll()).toBeNull()
+      expect(lines).toEqual([
+        "WARN ensureSchema: the database cannot be reached yet (1 failed attempt, the last: " +
+        "ensureSchema failed (retryable) [FAKE]: connection refused); retrying"
+      ])
+      // The backoff is at most a few seconds: the next minute's first failure is reported.
+      yield* TestClock.adjust(Duration.seconds(8))
+      expect(lines).toHaveLength(2)
+      const failures = Number(/\((\d+) failed attempts/.exec(lines[1]!)![1])
+      expect(failures).toBeGreaterThan(10)
+      state.down = false
+      yield* TestClock.adjust(Duration.seconds(8))
+      const sql = yield* Fiber.join(building)
+      expect(sql.table).toBe(`"leader_election"`)
+      expect(lines).toHaveLength(3)
+      expect(lines[2]).toMatch(/^INFO ensureSchema: done, after \d+ failed attempts?$/)
+      // The three tables, once the database answered.
+      expect(state.sent).toEqual([
+        `leases "leader_election"`,
+        `candidates "leader_election_candidates"`,
+        `slots "leader_election_slots"`
+      ])
+    }).pipe(Effect.scoped))
+
+  it.effect("a fatal error fails ensureSchema at once, with the database's reason", () =>
+    Effect.gen(function*() {
+      const { state, store } = setup()
+      state.down = true
+      state.failure = new FakeError(false)
+      const error = yield* Effect.flip(store.makeFromPool("pool", { ensureSchema: true }))
+      expect(error).toMatchObject({ _tag: "StoreError", operation: "ensureSchema", retryable: false })
+      expect(error.message).toBe("ensureSchema failed (fatal) [FAKE]: password authentication failed")
+      expect(state.connects).toBe(1)
+    }))
+
+  it.effect("ensureSchemaTimeout bounds the wait; the store then fails with the last error", () =>
+    Effect.gen(function*() {
+      const { state, store } = setup()
+      state.down = true
+      const building = yield* Effect.fork(
+        Effect.scoped(store.makeFromUrl("url", { ensureSchema: true, ensureSchemaTimeout: "20 seconds" }))
+      )
+      yield* TestClock.adjust(Duration.seconds(19))
+      expect(building.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.seconds(10))
+      const error = yield* Effect.flip(Fiber.join(building))
+      expect(error).toMatchObject({ _tag: "StoreError", operation: "ensureSchema", retryable: true })
+      const refused = yield* Effect.flip(store.makeFromPool("pool", { ensureSchemaTimeout: Duration.infinity }))
+      expect(refused).toMatchObject({ _tag: "InvalidConfig", field: "ensureSchemaTimeout" })
     }))
 })

@@ -67,8 +67,23 @@ export interface Options {
    * elector's default operation timeout.
    */
   readonly operationTimeout?: Duration.DurationInput | undefined
-  /** Run the store's `ensureSchema` when it is built. Defaults to false. */
+  /**
+   * Creates the tables (see `ensureSchema` on the store) when the store is
+   * built. A database that cannot be reached yet (a retryable error) is
+   * tried again, with a backoff up to 5 seconds, until it answers or
+   * {@link ensureSchemaTimeout} runs out: the store waits for its database
+   * instead of failing the app's start. Meanwhile a warning is logged at
+   * most once a minute, with the count of failed attempts. A fatal error (a
+   * wrong password, a missing database, no privilege) fails at once.
+   * Defaults to false.
+   */
   readonly ensureSchema?: boolean | undefined
+  /**
+   * How long `ensureSchema: true` keeps trying a database that cannot be
+   * reached before the store's construction fails with the last error.
+   * Defaults to no limit.
+   */
+  readonly ensureSchemaTimeout?: Duration.DurationInput | undefined
 }
 
 /**
@@ -111,7 +126,8 @@ export interface SqlStore extends StoreShape {
   /**
    * Creates the tables (leases, candidates, job slots) if they do not exist.
    * Idempotent, and safe when many replicas run it at once. The schema
-   * itself must exist.
+   * itself must exist. One attempt: the retries of the `ensureSchema`
+   * option are the constructor's.
    */
   readonly ensureSchema: Effect.Effect<void, StoreError>
   /**

@@ -7,7 +7,8 @@
  * `LeaseLost`, an election without a row `NoLease`), option resolution and
  * validation, the connections' gate (`call.ts`, `gate.ts`) and the grace of
  * abandoned calls (`rules.ts`), pool ownership (a pool the store opened is
- * ended with its scope; the app's pool never is), `ensureSchema`, and the four constructor
+ * ended with its scope; the app's pool never is), `ensureSchema` and its
+ * patience with a database that is not up yet, and the four constructor
  * shapes with their layers: from the app's driver pool, from a URL, from
  * `Config`, from the app's `@effect/sql` client.
  *
@@ -20,6 +21,7 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
@@ -28,6 +30,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { InvalidConfig } from "../../ElectorError.js"
 import * as limits from "../../internal/config/limits.js"
@@ -60,6 +63,8 @@ const defaultMaxConnections = 4
 interface Resolved extends Tables {
   readonly slots: Option.Option<string>
   readonly timeout: Duration.Duration
+  /** How long `ensureSchema` waits for a database that cannot be reached; none: until it can. */
+  readonly patience: Option.Option<Duration.Duration>
 }
 
 /** Every failure of a store call, as the Store contract reports it: a `StoreError` with the dialect's verdict. */
@@ -125,6 +130,54 @@ const operations = <R, A>(
   }
 }
 
+/** The first wait before `ensureSchema` tries a database that could not be reached again; it doubles up to {@link retryAtMost}. */
+const retryFirst = Duration.millis(100)
+
+/** The longest wait between two tries of `ensureSchema`. */
+const retryAtMost = Duration.seconds(5)
+
+/** A database that cannot be reached at boot is reported at most this often. */
+const reportEvery = Duration.minutes(1)
+
+/**
+ * `ensure`, tried again while it fails with a retryable error (the database
+ * is down, starting, or out of reach), with a jittered backoff, for
+ * `patience` at most: a store started with its database waits for it rather
+ * than failing the app's start, which an orchestrator would answer with a
+ * restart loop. A fatal error fails at once. Waiting is logged on the first
+ * failure, then at most once per {@link reportEvery}, with the count.
+ */
+const patiently = (
+  ensure: Effect.Effect<void, StoreError>,
+  patience: Option.Option<Duration.Duration>
+): Effect.Effect<void, StoreError> =>
+  Effect.suspend(() => {
+    let failures = 0
+    let reportedAt = Number.NEGATIVE_INFINITY
+    const failed = () => `${failures} failed ${failures === 1 ? "attempt" : "attempts"}`
+    const report = (error: StoreError) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        failures++
+        if (now - reportedAt < Duration.toMillis(reportEvery)) return Effect.void
+        reportedAt = now
+        return Effect.logWarning(
+          `ensureSchema: the database cannot be reached yet (${failed()}, the last: ${error.message}); retrying`
+        )
+      })
+    const backoff = Schedule.exponential(retryFirst).pipe(
+      Schedule.union(Schedule.spaced(retryAtMost)),
+      Schedule.jittered
+    )
+    return ensure.pipe(
+      Effect.tapError((error) => error.retryable ? report(error) : Effect.void),
+      Effect.retry({
+        schedule: Option.match(patience, { onNone: () => backoff, onSome: (bound) => Schedule.upTo(backoff, bound) }),
+        while: (error) => error.retryable
+      }),
+      Effect.tap(() => failures === 0 ? Effect.void : Effect.logInfo(`ensureSchema: done, after ${failed()}`))
+    )
+  })
+
 /** A URL for the driver's eyes only: whatever the store reports comes from the parsed URL, never this string. */
 const reveal = (url: string | Redacted.Redacted<string>): string => Redacted.isRedacted(url) ? Redacted.value(url) : url
 
@@ -158,7 +211,7 @@ export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
       Either.map(qualified(schemaName, table, field), ddl)
 
   /**
-   * The checked options: the quoted tables and the timeout. The slot table
+   * The checked options: the quoted tables and the timeouts. The slot table
    * is the `slotTable` option, or by default the lease table's name +
    * `_slots`; a default too long to be an identifier gives none: the store
    * then records no slots (scheduled jobs refuse it) rather than refusing a
@@ -182,12 +235,15 @@ export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
         "candidatesTable"
       )
       const timeout = yield* limits.duration("operationTimeout", options.operationTimeout ?? defaultOperationTimeout)
-      return { leases, slots, candidates, timeout }
+      const patience = options.ensureSchemaTimeout === undefined
+        ? Option.none()
+        : Option.some(yield* limits.duration("ensureSchemaTimeout", options.ensureSchemaTimeout))
+      return { leases, slots, candidates, timeout, patience }
     })
 
   /** The store on `pool`: its calls all go through one gate, which answers by the timeout (`answersWithin`). */
   const build = (pool: P, options: Options, resolved: Resolved): Effect.Effect<SqlStore, StoreError> => {
-    const { candidates, leases, slots, timeout } = resolved
+    const { candidates, leases, patience, slots, timeout } = resolved
     const connections: Call.Connections<C, R, A, StoreError> = {
       gate: Gate.make(driver.capacity(pool)),
       driver: driver.connections(pool),
@@ -214,7 +270,12 @@ export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
       ...rest,
       answersWithin: timeout
     })
-    return options.ensureSchema === true ? Effect.as(store.ensureSchema, store) : Effect.succeed(store)
+    return options.ensureSchema === true
+      ? Effect.as(
+        Effect.annotateLogs(patiently(store.ensureSchema, patience), "table", leases),
+        store
+      )
+      : Effect.succeed(store)
   }
 
   const makeFromPool = (pool: P, options: Options = {}): Effect.Effect<SqlStore, InvalidConfig | StoreError> => {
