@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Metric } from "effect"
+import { Duration, Effect, Fiber, FiberRef, HashSet, Logger, LogLevel, Metric } from "effect"
 import * as net from "node:net"
 import pg from "pg"
 import { inject } from "vitest"
@@ -165,6 +165,33 @@ describe("PgStore wake-up hints", () => {
         yield* store.acquire("jobs", "a", Duration.seconds(15), null)
         const refused = yield* Effect.flip(PgStore.makeFromUrl(directUrl, { listen: { url: "mysql://db/app" } }))
         expect(refused).toMatchObject({ _tag: "InvalidConfig", field: "listen.url" })
+      }),
+    20_000
+  )
+
+  it.scopedLive(
+    "a lost listening connection is logged with the driver's own error",
+    () =>
+      Effect.gen(function*() {
+        const warnings: Array<string> = []
+        const logger = Logger.make(({ logLevel, message }) => {
+          if (logLevel === LogLevel.Warning) warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
+        })
+        yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
+        // A port nothing listens on: the connection is refused.
+        const port = yield* Effect.async<number>((resume) => {
+          const server = net.createServer().listen(0, "127.0.0.1", () => {
+            const { port } = server.address() as net.AddressInfo
+            server.close(() => resume(Effect.succeed(port)))
+          })
+        })
+        yield* PgStore.makeFromUrl(directUrl, {
+          table: table("hints_refused"),
+          listen: { url: `postgres://127.0.0.1:${port}/test` }
+        })
+        yield* until(() => warnings.length > 0)
+        expect(warnings[0]).toContain(`connect ECONNREFUSED 127.0.0.1:${port}`)
+        expect(warnings[0]).not.toContain("UnknownException")
       }),
     20_000
   )

@@ -21,6 +21,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
+import { identity } from "effect/Function"
 import * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
 import { createHash } from "node:crypto"
@@ -87,7 +88,11 @@ const session = (
         client.on("notification", (message) => {
           if (message.channel === channel && message.payload !== undefined) hints.wake(message.payload)
         })
-        yield* Effect.tryPromise(() => client.connect().then(() => client.query(`LISTEN ${channel}`))).pipe(
+        // The driver's own error, not Effect's UnknownException, is what the loss is logged with.
+        yield* Effect.tryPromise({
+          try: () => client.connect().then(() => client.query(`LISTEN ${channel}`)),
+          catch: identity
+        }).pipe(
           Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error("no answer while connecting") }),
           Effect.raceFirst(Deferred.await(lost))
         )
