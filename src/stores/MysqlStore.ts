@@ -85,7 +85,7 @@ export const quoteIdentifier: (name: string) => string = Config.quoteIdentifier
  * The verdict of {@link classify}: what every `StoreError` of the store
  * carries.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Classification = SqlStore.Classification
@@ -115,12 +115,12 @@ export const classify: (error: unknown) => Classification = Classify.classify
 
 /**
  * Parses a `mysql://user:password@host:port/database` (or `mariadb://`) URL
- * into mysql2 connection options; query parameters are refused.
+ * into mysql2 connection options; query parameters are refused. Deprecated:
+ * the constructors parse the URL.
  *
- * @deprecated {@link makeFromUrl}, {@link layerFromUrl} and
- * {@link layerConfig} parse and check the URL themselves, refusing a bad
- * one with an `InvalidConfig` (field `url`); for a pool of your own, pass
- * the URL to mysql2's `createPool({ uri })`.
+ * @deprecated Pass the URL to {@link makeFromUrl}, {@link layerFromUrl} or
+ * {@link layerConfig}, which refuse a bad one with an `InvalidConfig`
+ * (field `url`); for a pool of your own, to mysql2's `createPool({ uri })`.
  * @since 0.1.0
  * @category constructors
  */

@@ -4,9 +4,10 @@
  *
  * Each operation is one statement that also reports the database's `now()`,
  * so a lease's TTL comes from one clock read on one server. Nothing is
- * session-scoped: no advisory locks, LISTEN/NOTIFY, SET, temporary tables or
- * named prepared statements, so the store works unchanged behind PgBouncer in
- * transaction pooling mode.
+ * session-scoped: no advisory locks, LISTEN, SET, temporary tables or named
+ * prepared statements, so the store works unchanged behind PgBouncer in
+ * transaction pooling mode. (The optional wake-up hints, the `listen`
+ * option, run their `LISTEN` on a direct connection of their own.)
  *
  * Statements run on connections checked out of a `pg.Pool`. An interrupted or
  * timed-out call gives control back at once; its connection goes back to the
@@ -127,10 +128,11 @@ export const classify: (error: unknown) => Classification = Classify.classify
 /**
  * Checks that `value` names exactly one PostgreSQL identifier once quoted:
  * not empty, no NUL, well-formed Unicode, at most 63 bytes of UTF-8.
+ * Deprecated: the store checks every name it is given, and so does
+ * {@link schema}.
  *
- * @deprecated The store checks every name it is given, and so does
- * {@link schema}: `PgStore.schema("", name)` is a `Left` with an
- * `InvalidConfig` naming what is wrong.
+ * @deprecated Use {@link schema}: `PgStore.schema("", name)` is a `Left`
+ * with an `InvalidConfig` naming what is wrong.
  * @since 0.1.0
  * @category validation
  */
@@ -139,11 +141,11 @@ export const validateIdentifier: (field: string, value: string) => Either.Either
 
 /**
  * Validates a connection URL: it must parse and use the `postgres:` or
- * `postgresql:` scheme.
+ * `postgresql:` scheme. Deprecated: the constructors check the URL.
  *
- * @deprecated {@link makeFromUrl}, {@link layerFromUrl} and
- * {@link layerConfig} check the URL and refuse a bad one with an
- * `InvalidConfig` (field `url`).
+ * @deprecated Pass the URL to {@link makeFromUrl}, {@link layerFromUrl} or
+ * {@link layerConfig}, which refuse a bad one with an `InvalidConfig`
+ * (field `url`).
  * @since 0.1.0
  * @category validation
  */
@@ -151,7 +153,7 @@ export const validateUrl: (url: string) => Either.Either<string, InvalidConfig> 
 
 /**
  * Wraps any failure of a store operation as a `Store.StoreError`, classified
- * by {@link classify}.
+ * by {@link classify}. Deprecated: {@link classify} is what an app needs.
  *
  * @deprecated Build it from {@link classify}:
  * `new Store.StoreError({ operation, ...PgStore.classify(error), cause: error })`.

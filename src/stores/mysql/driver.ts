@@ -36,8 +36,7 @@ import * as Redacted from "effect/Redacted"
 import type * as MysqlModule from "mysql2"
 import { createRequire } from "node:module"
 import * as limits from "../../internal/config/limits.js"
-import type * as Dialect from "../internal/dialect.js"
-import { definedOnly, revealOptional } from "../internal/dialect.js"
+import * as Dialect from "../internal/dialect.js"
 import { load } from "../internal/driver.js"
 import type { OwnedPoolOptions } from "../SqlStore.js"
 import { classify } from "./classify.js"
@@ -164,12 +163,12 @@ export const driver: Dialect.Driver<
   fromClient: Effect.flatMap(client, ({ config }) =>
     Either.map(
       config.url === undefined
-        ? Either.right(definedOnly({
+        ? Either.right(Dialect.definedOnly({
           host: config.host,
           port: config.port,
           database: config.database,
           user: config.username,
-          password: revealOptional(config.password)
+          password: Dialect.revealOptional(config.password)
         }))
         : parseUrl(Redacted.value(config.url)),
       (connection) => ({ ...config.poolConfig, ...connection })

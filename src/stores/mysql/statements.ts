@@ -16,8 +16,7 @@ import * as Duration from "effect/Duration"
 import * as Predicate from "effect/Predicate"
 import type { Lease } from "../../Lease.js"
 import type { Candidate, SlotRecord } from "../../Store.js"
-import type * as Dialect from "../internal/dialect.js"
-import { bytes, microseconds } from "../internal/dialect.js"
+import * as Dialect from "../internal/dialect.js"
 import { identifier } from "./config.js"
 import * as SlotSql from "./slots.js"
 import * as Sql from "./sql.js"
@@ -101,8 +100,8 @@ export const statements: Dialect.Statements<Request, Result> = {
   script: (sql) => [{ sql, values: [] }],
   leases: ({ candidates, leases }) => ({
     acquire: (name, identity, ttl, payload) => {
-      const us = microseconds(ttl)
-      const data = bytes(payload)
+      const us = Dialect.microseconds(ttl)
+      const data = Dialect.bytes(payload)
       return {
         request: [
           {
@@ -121,7 +120,7 @@ export const statements: Dialect.Statements<Request, Result> = {
       request: [
         {
           sql: Sql.renew(leases),
-          values: [bytes(payload), microseconds(ttl), name, identity, fence.toString()]
+          values: [Dialect.bytes(payload), Dialect.microseconds(ttl), name, identity, fence.toString()]
         },
         { sql: Sql.selectAfterRenew(leases), values: [name] }
       ],
@@ -140,7 +139,7 @@ export const statements: Dialect.Statements<Request, Result> = {
       decode: (results) => rows(results[0]).map((row) => toLease(String(row["name"]), row))
     },
     advertise: (name, identity, { priority, version }, ttl) => {
-      const us = microseconds(ttl)
+      const us = Dialect.microseconds(ttl)
       return {
         request: [
           { sql: Sql.collectCandidates(candidates), values: [name, identity, us] },

@@ -26,8 +26,7 @@ import type { Pool, PoolClient, PoolConfig } from "pg"
 import { InvalidConfig } from "../../ElectorError.js"
 import * as limits from "../../internal/config/limits.js"
 import * as WakeUps from "../../internal/runtime/wakeUps.js"
-import type * as Dialect from "../internal/dialect.js"
-import { definedOnly, revealOptional } from "../internal/dialect.js"
+import * as Dialect from "../internal/dialect.js"
 import { load } from "../internal/driver.js"
 import * as Rules from "../internal/rules.js"
 import type { OwnedPoolOptions } from "../SqlStore.js"
@@ -87,13 +86,13 @@ export const driver: Dialect.Driver<Pool, PoolClient, Request, Result, PoolConfi
   classify,
   fromUrl: (url) => Either.map(validateUrl(url), (connectionString) => ({ connectionString })),
   fromClient: Effect.map(client, ({ config }) =>
-    definedOnly({
-      connectionString: revealOptional(config.url),
+    Dialect.definedOnly({
+      connectionString: Dialect.revealOptional(config.url),
       host: config.host,
       port: config.port,
       database: config.database,
       user: config.username,
-      password: revealOptional(config.password),
+      password: Dialect.revealOptional(config.password),
       ssl: config.ssl,
       stream: config.stream
     })),

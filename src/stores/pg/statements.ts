@@ -15,8 +15,7 @@ import * as Either from "effect/Either"
 import type { QueryResult } from "pg"
 import type { Lease } from "../../Lease.js"
 import type { Candidate, SlotRecord, StoreError } from "../../Store.js"
-import type * as Dialect from "../internal/dialect.js"
-import { bytes, microseconds } from "../internal/dialect.js"
+import * as Dialect from "../internal/dialect.js"
 import { quoteIdentifier, validateIdentifier } from "./config.js"
 import * as Hints from "./hints.js"
 import * as Slots from "./slots.js"
@@ -91,18 +90,24 @@ export const statements: Dialect.Statements<Request, Result> = {
     const candidates = Sql.candidateStatements(tables.candidates)
     return {
       acquire: (name, identity, ttl, payload) => ({
-        request: request(sql.acquire, [name, identity, microseconds(ttl), bytes(payload)]),
+        request: request(sql.acquire, [name, identity, Dialect.microseconds(ttl), Dialect.bytes(payload)]),
         decode: ({ rows }) => toLease(rows[0] ?? {})
       }),
       renew: (name, identity, fence, ttl, payload) => ({
-        request: request(sql.renew, [name, identity, fence.toString(), microseconds(ttl), bytes(payload)]),
+        request: request(sql.renew, [
+          name,
+          identity,
+          fence.toString(),
+          Dialect.microseconds(ttl),
+          Dialect.bytes(payload)
+        ]),
         decode: leaseOrNone
       }),
       release: (name, identity, fence) => request(release, [name, identity, fence.toString()]),
       inspect: (name) => ({ request: request(sql.inspect, [name]), decode: leaseOrNone }),
       list: { request: request(sql.list, []), decode: ({ rows }) => rows.map(toLease) },
       advertise: (name, identity, { priority, version }, ttl) => ({
-        request: request(candidates.advertise, [name, identity, String(priority), microseconds(ttl), version]),
+        request: request(candidates.advertise, [name, identity, String(priority), Dialect.microseconds(ttl), version]),
         decode: ({ rows }) => rows.map(toCandidate)
       }),
       withdraw: (name, identity) => request(candidates.withdraw, [name, identity]),
