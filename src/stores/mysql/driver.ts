@@ -43,7 +43,7 @@ import { classify } from "./classify.js"
 import { parseUrl } from "./config.js"
 import type { Request, Result, Statement } from "./statements.js"
 
-export const Mysql: typeof MysqlModule = await load("MysqlStore", ["mysql2"], () => import("mysql2"))
+const Mysql: typeof MysqlModule = await load("MysqlStore", ["mysql2"], () => import("mysql2"))
 
 /** The options of a pool the store owns. */
 export interface OwnedOptions extends OwnedPoolOptions {

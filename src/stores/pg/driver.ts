@@ -35,7 +35,7 @@ import { validateUrl } from "./config.js"
 import * as Hints from "./hints.js"
 import type { Request, Result, Row } from "./statements.js"
 
-export const Pg = await load("PgStore", ["pg"], () => import("pg"))
+const Pg = await load("PgStore", ["pg"], () => import("pg"))
 
 /** The options of a pool the store owns. */
 export interface OwnedOptions extends OwnedPoolOptions {
