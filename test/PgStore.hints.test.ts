@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, FiberRef, HashSet, Logger, LogLevel, Metric } from "effect"
+import { Duration, Effect, Fiber, LogLevel, Metric } from "effect"
 import * as net from "node:net"
 import pg from "pg"
 import { inject } from "vitest"
@@ -8,6 +8,7 @@ import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, uniqueTable } from "./support/databases.js"
+import { logLines } from "./support/logLines.js"
 import { dropPgTables } from "./support/tables.js"
 
 const poolerUrl = inject("pgbouncerUrl")
@@ -173,11 +174,7 @@ describe("PgStore wake-up hints", () => {
     "a lost listening connection is logged with the driver's own error",
     () =>
       Effect.gen(function*() {
-        const warnings: Array<string> = []
-        const logger = Logger.make(({ logLevel, message }) => {
-          if (logLevel === LogLevel.Warning) warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
-        })
-        yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
+        const warnings = yield* logLines(LogLevel.Warning)
         // A port nothing listens on: the connection is refused.
         const port = yield* Effect.async<number>((resume) => {
           const server = net.createServer().listen(0, "127.0.0.1", () => {

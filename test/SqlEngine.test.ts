@@ -7,12 +7,13 @@
  * that cannot be reached yet, logging at most once a minute.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Fiber, FiberRef, HashSet, Logger, LogLevel, TestClock } from "effect"
+import { Duration, Effect, Either, Fiber, LogLevel, TestClock } from "effect"
 import type { Lease } from "../src/Lease.js"
 import { LeaseLost, NoLease, StoreError } from "../src/Store.js"
 import type * as Dialect from "../src/stores/internal/dialect.js"
 import * as Engine from "../src/stores/internal/sqlStore.js"
 import type { OwnedPoolOptions } from "../src/stores/SqlStore.js"
+import { logLines } from "./support/logLines.js"
 
 /** A request names its statement; a result is whatever the test queued for it. */
 interface Request {
@@ -107,18 +108,6 @@ const setup = () => {
   return { ...database, store }
 }
 
-/** Every log line at INFO or above, as "LEVEL message". */
-const captureLogs = Effect.gen(function*() {
-  const lines: Array<string> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    if (LogLevel.greaterThanEqual(logLevel, LogLevel.Info)) {
-      lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)
-    }
-  })
-  yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
-  return lines
-})
-
 describe("the SQL store engine", () => {
   it.effect("a guarded write that matched no row lost the lease; an election without a row has no lease", () =>
     Effect.gen(function*() {
@@ -175,7 +164,7 @@ describe("the SQL store engine", () => {
 
   it.effect("ensureSchema: true waits for a database that cannot be reached, and says so once a minute", () =>
     Effect.gen(function*() {
-      const lines = yield* captureLogs
+      const lines = yield* logLines(LogLevel.Info)
       const { state, store } = setup()
       state.down = true
       const building = yield* Effect.fork(store.makeFromPool("pool", { ensureSchema: true }))

@@ -7,26 +7,17 @@
  * the port the store was given.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, FiberRef, HashSet, Logger, LogLevel } from "effect"
+import { Duration, Effect, Fiber, LogLevel } from "effect"
 import * as net from "node:net"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
+import { logLines } from "./support/logLines.js"
 import { dropMysqlTables, dropPgTables } from "./support/tables.js"
 
 const pgTables: Array<string> = []
 const mysqlTables: Array<string> = []
 afterAll(() => Promise.all([dropPgTables(...pgTables), dropMysqlTables(...mysqlTables)]))
-
-/** Every WARN line, as its message. */
-const captureWarnings = Effect.gen(function*() {
-  const lines: Array<string> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    if (logLevel === LogLevel.Warning) lines.push(Array.isArray(message) ? message.join(" ") : String(message))
-  })
-  yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
-  return lines
-})
 
 /** A loopback port nothing listens on, for now. */
 const freePort = Effect.async<number>((resume) => {
@@ -94,7 +85,7 @@ const databases = [
 describe.each(databases)("ensureSchema with the $label server down at boot", (db) => {
   it.scopedLive("waits for the database, says why, and is ready once it answers", () =>
     Effect.gen(function*() {
-      const warnings = yield* captureWarnings
+      const warnings = yield* logLines(LogLevel.Warning)
       const port = yield* freePort
       const url = new URL(db.server.href)
       url.port = String(port)
@@ -102,7 +93,9 @@ describe.each(databases)("ensureSchema with the $label server down at boot", (db
       db.tables.push(table)
       const building = yield* Effect.forkScoped(db.make(url.href, table))
       yield* until(() => warnings.length > 0)
-      expect(warnings[0]).toMatch(/^ensureSchema: the database cannot be reached yet \(1 failed attempt, the last: /)
+      expect(warnings[0]).toMatch(
+        /^WARN ensureSchema: the database cannot be reached yet \(1 failed attempt, the last: /
+      )
       expect(warnings[0]).toContain("ECONNREFUSED")
       expect(building.unsafePoll()).toBeNull()
       yield* comeUp(port, db.server)
