@@ -34,17 +34,25 @@
  *
  * @since 0.1.0
  */
+import type * as Duration from "effect/Duration"
 import type * as Either from "effect/Either"
 import type * as Mysql from "mysql2"
 import type { InvalidConfig } from "../ElectorError.js"
 import * as Engine from "./internal/sqlStore.js"
 import * as Classify from "./mysql/classify.js"
 import * as Config from "./mysql/config.js"
-import { driver, type OwnedOptions } from "./mysql/driver.js"
+import { driver } from "./mysql/driver.js"
 import { statements } from "./mysql/statements.js"
 import type * as SqlStore from "./SqlStore.js"
 
-/** @since 0.1.0 */
+/**
+ * The errors of the SQL stores' own making, `OperationTimeout` and
+ * `Saturated`, and `MissingDriverError`: documented in the
+ * {@link SqlStoreError} module, re-exported here so that
+ * `MysqlStore.OperationTimeout` needs no other import.
+ *
+ * @since 0.1.0
+ */
 export * from "./SqlStoreError.js"
 
 export {
@@ -53,7 +61,7 @@ export {
    * `candidatesTable` option says otherwise: for a migration
    * ({@link candidatesSchema}).
    *
-   * @since 0.2.0
+   * @since 0.1.0
    */
   candidatesSuffix,
   /**
@@ -127,7 +135,10 @@ export const classify: (error: unknown) => Classification = Classify.classify
 export const parseUrl: (url: string) => Either.Either<Mysql.ConnectionOptions, InvalidConfig> = Config.parseUrl
 
 /**
- * The options every constructor takes (see `SqlStore.Options`).
+ * The options every constructor takes ({@link makeFromPool},
+ * {@link layerFromPool}): {@link SqlStore.Options} (`table`, `schema`,
+ * `slotTable`, `candidatesTable`, `operationTimeout`, `ensureSchema`,
+ * `ensureSchemaTimeout`), each with its default there.
  *
  * @since 0.1.0
  * @category models
@@ -136,24 +147,30 @@ export type MysqlStoreOptions = SqlStore.Options
 
 /**
  * The options of a store that owns its pool ({@link makeFromUrl},
- * {@link layerConfig}, {@link make}).
+ * {@link layerFromUrl}, {@link layerConfig}, {@link make}, {@link layer}):
+ * {@link SqlStore.OwnedPoolOptions} (those of every SQL store, and
+ * `maxConnections`), plus the bound on opening a connection.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
-export type MysqlStoreUrlOptions = OwnedOptions
+export interface MysqlStoreUrlOptions extends SqlStore.OwnedPoolOptions {
+  /** Bound on opening one connection, handshake included. Defaults to 5 seconds. */
+  readonly connectTimeout?: Duration.DurationInput | undefined
+}
 
 /**
  * What {@link layerConfig} reads: the URL (as `Redacted`) and the options of
  * {@link MysqlStoreUrlOptions}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type MysqlStoreConfig = SqlStore.UrlConfig<MysqlStoreUrlOptions>
 
 /**
- * The MySQL / MariaDB store: the `Store` operations, plus its DDL.
+ * The MySQL / MariaDB store: the `Store` operations, plus its DDL
+ * ({@link SqlStore.SqlStore}).
  *
  * @since 0.1.0
  * @category models
@@ -190,7 +207,7 @@ export const schema = store.schema
  * the store's `slotTable` option (by default, the lease table's name +
  * `_slots`), like {@link schema}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category schema
  */
 export const slotSchema = store.slotSchema
@@ -198,7 +215,7 @@ export const slotSchema = store.slotSchema
 /**
  * The DDL of the candidates' table (see `Store.advertise`), like {@link schema}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category schema
  */
 export const candidatesSchema = store.candidatesSchema
@@ -219,7 +236,7 @@ export const candidatesSchema = store.candidatesSchema
  * dropped the FOUND_ROWS flag, is refused with an {@link InvalidConfig}
  * (field `pool`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  * @example
  * ```ts
@@ -240,7 +257,7 @@ export const makeFromPool = store.makeFromPool
  * The store of {@link makeFromPool} as a layer, over a mysql2 pool the
  * application owns (and ends).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  * @example
  * ```ts
@@ -336,7 +353,7 @@ export const layerFromUrl = store.layerFromUrl
  * `MysqlClient.layerConfig`. `Config.redacted` keeps the password out of
  * logs and error messages.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  * @example
  * ```ts

@@ -3,11 +3,13 @@
  * `@effect/sql-pg`).
  *
  * Each operation is one statement that also reports the database's `now()`,
- * so a lease's TTL comes from one clock read on one server. Nothing is
- * session-scoped: no advisory locks, LISTEN, SET, temporary tables or named
+ * so a lease's TTL comes from one clock read on one server. The statements
+ * keep no session state: no advisory locks, SET, temporary tables or named
  * prepared statements, so the store works unchanged behind PgBouncer in
- * transaction pooling mode. (The optional wake-up hints, the `listen`
- * option, run their `LISTEN` on a direct connection of their own.)
+ * transaction pooling mode. The one session a store may keep is opt-in and
+ * outside its statements: with `listen` (wake-up hints), one extra
+ * connection, direct to PostgreSQL, runs `LISTEN`; a release's `pg_notify`
+ * is part of its own statement, so it goes through a pooler like any other.
  *
  * Statements run on connections checked out of a `pg.Pool`. An interrupted or
  * timed-out call gives control back at once; its connection goes back to the
@@ -26,18 +28,27 @@
  *
  * @since 0.1.0
  */
+import type * as Duration from "effect/Duration"
 import type * as Either from "effect/Either"
+import type * as Redacted from "effect/Redacted"
 import type { InvalidConfig } from "../ElectorError.js"
 import type { Operation, StoreError } from "../Store.js"
 import * as Engine from "./internal/sqlStore.js"
 import * as Classify from "./pg/classify.js"
 import * as Config from "./pg/config.js"
-import { driver, type OwnedOptions } from "./pg/driver.js"
+import { driver } from "./pg/driver.js"
 import * as Hints from "./pg/hints.js"
 import { statements } from "./pg/statements.js"
 import type * as SqlStore from "./SqlStore.js"
 
-/** @since 0.1.0 */
+/**
+ * The errors of the SQL stores' own making, `OperationTimeout` and
+ * `Saturated`, and `MissingDriverError`: documented in the
+ * {@link SqlStoreError} module, re-exported here so that
+ * `PgStore.OperationTimeout` needs no other import.
+ *
+ * @since 0.1.0
+ */
 export * from "./SqlStoreError.js"
 
 export {
@@ -46,7 +57,7 @@ export {
    * `candidatesTable` option says otherwise: for a migration
    * ({@link candidatesSchema}).
    *
-   * @since 0.2.0
+   * @since 0.1.0
    */
   candidatesSuffix,
   /**
@@ -64,7 +75,7 @@ export {
  * it. Derived from the table alone, so every store of one table agrees. For
  * an operator who watches the hints (`LISTEN` in psql).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  * @example
  * ```ts
@@ -163,7 +174,10 @@ export const validateUrl: (url: string) => Either.Either<string, InvalidConfig> 
 export const toStoreError: (operation: Operation, error: unknown) => StoreError = Engine.toStoreError(classify)
 
 /**
- * The options every constructor takes (see `SqlStore.Options`).
+ * The options every constructor takes ({@link makeFromPool},
+ * {@link layerFromPool}): {@link SqlStore.Options} (`table`, `schema`,
+ * `slotTable`, `candidatesTable`, `operationTimeout`, `ensureSchema`,
+ * `ensureSchemaTimeout`), each with its default there.
  *
  * @since 0.1.0
  * @category models
@@ -171,7 +185,8 @@ export const toStoreError: (operation: Operation, error: unknown) => StoreError 
 export type PgStoreOptions = SqlStore.Options
 
 /**
- * The PostgreSQL store: the `Store` operations, plus its DDL.
+ * The PostgreSQL store: the `Store` operations, plus its DDL
+ * ({@link SqlStore.SqlStore}).
  *
  * @since 0.1.0
  * @category models
@@ -180,18 +195,44 @@ export type PgStore = SqlStore.SqlStore
 
 /**
  * The options of a store that owns its pool ({@link makeFromUrl},
- * {@link layerConfig}, {@link make}).
+ * {@link layerFromUrl}, {@link layerConfig}, {@link make}, {@link layer}):
+ * {@link SqlStore.OwnedPoolOptions} (those of every SQL store, and
+ * `maxConnections`), plus the pool's connection lifetimes and wake-up hints.
  *
  * @since 0.1.0
  * @category models
  */
-export type PgStoreUrlOptions = OwnedOptions
+export interface PgStoreUrlOptions extends SqlStore.OwnedPoolOptions {
+  /** An idle connection is closed after this long. Defaults to 30 seconds. */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+  /** No connection is used for longer than this. Defaults to 5 minutes. */
+  readonly maxLifetime?: Duration.DurationInput | undefined
+  /**
+   * Wake-up hints (see `Store.WakeUps`): on a release, this process's
+   * followers of the election claim at once instead of at their next poll,
+   * so a clean handover takes one round trip. It opens ONE more connection,
+   * for the store's life, that runs `LISTEN`: `true` when the store's own
+   * URL reaches PostgreSQL directly; `{ url }`, a direct URL, when it goes
+   * through a transaction pooler such as PgBouncer, which cannot keep a
+   * `LISTEN` (the releases' `pg_notify` goes through it). A hint decides
+   * nothing; a lost listening connection is logged, counted
+   * (`Metrics.hintListenerLosses`) and retried while followers poll.
+   * Defaults to off.
+   */
+  readonly listen?:
+    | boolean
+    | {
+      /** A URL that reaches PostgreSQL directly, not through a pooler. */
+      readonly url: string | Redacted.Redacted<string>
+    }
+    | undefined
+}
 
 /**
  * What {@link layerConfig} reads: the URL (as `Redacted`) and the options of
  * {@link PgStoreUrlOptions}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type PgStoreConfig = SqlStore.UrlConfig<PgStoreUrlOptions>
@@ -226,7 +267,7 @@ export const schema = store.schema
  * the store's `slotTable` option (by default, the lease table's name +
  * `_slots`), like {@link schema}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category schema
  */
 export const slotSchema = store.slotSchema
@@ -234,7 +275,7 @@ export const slotSchema = store.slotSchema
 /**
  * The DDL of the candidates' table (see `Store.advertise`), like {@link schema}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category schema
  */
 export const candidatesSchema = store.candidatesSchema
@@ -259,7 +300,7 @@ export const candidatesSchema = store.candidatesSchema
  * every stored instant is reported rounded down, so `Lease.ttl` can come out
  * shorter than the database's TTL, never longer.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  * @example
  * ```ts
@@ -280,7 +321,7 @@ export const makeFromPool = store.makeFromPool
  * The store of {@link makeFromPool} as a layer, over a `pg.Pool` the
  * application owns (and ends), e.g. one shared with `PgClient.layerFromPool`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  * @example
  * ```ts
@@ -336,7 +377,7 @@ export const layerFromUrl = store.layerFromUrl
  * The store of {@link layerFromUrl}, its URL and options read from `Config`,
  * like `PgClient.layerConfig`. Read the URL with `Config.redacted`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  * @example
  * ```ts
@@ -359,7 +400,7 @@ export const layerConfig = store.layerConfig
  * the scope, and never runs its statements through the client, whose
  * interrupted queries keep their wedged connections.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  * @example
  * ```ts

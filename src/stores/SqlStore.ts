@@ -1,10 +1,16 @@
 /**
- * What the two SQL stores, `PgStore` and `MysqlStore`, have in common for
- * their users: the options every constructor takes, the store they build,
- * the default names of its tables and the verdict on a driver error. Each
- * store module re-exports what its users name (`PgStore.defaultTable`,
- * `PgStore.PgStoreOptions`, ...); this module is where they are documented
- * once.
+ * What the two SQL stores share: the options every constructor of
+ * `PgStore` and `MysqlStore` takes, those of a store that owns its pool, what
+ * `layerConfig` reads, and the store they build. Each store names these after
+ * itself (`PgStore.PgStoreOptions`, `MysqlStore.MysqlStoreUrlOptions`, ...)
+ * and adds the options of its own driver. Here too: the default names of
+ * the tables, and the verdict of a store's `classify` on an error.
+ *
+ * A store keeps three tables, named after its `table` option (by default
+ * `leader_election`): the leases, one row per election; the candidates
+ * (`leader_election_candidates`, see `Store.advertise`); and the job slots
+ * (`leader_election_slots`, see `Elector.schedule`). `ensureSchema` creates
+ * the three where absent.
  *
  * @since 0.1.0
  */
@@ -34,13 +40,13 @@ export const defaultTable = "leader_election"
  * leaves no room for it within the database's identifier limit (PostgreSQL:
  * 63 bytes, MySQL: 64 characters).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const candidatesSuffix = "_candidates"
 
 /**
- * The options every SQL store constructor takes.
+ * The options every SQL store constructor takes, each with its default.
  *
  * @since 0.1.0
  * @category models
@@ -51,7 +57,10 @@ export interface Options {
    * connection's (PostgreSQL: the name resolves through `search_path`).
    */
   readonly schema?: string | undefined
-  /** Defaults to `leader_election` ({@link defaultTable}). */
+  /**
+   * The leases' table, one row per election; the candidates' and the job
+   * slots' tables are named after it. Defaults to `leader_election`.
+   */
   readonly table?: string | undefined
   /** The table of scheduled job slots (`Elector.schedule`). Defaults to the table's name + `_slots`. */
   readonly slotTable?: string | undefined
@@ -68,14 +77,14 @@ export interface Options {
    */
   readonly operationTimeout?: Duration.DurationInput | undefined
   /**
-   * Creates the tables (see `ensureSchema` on the store) when the store is
-   * built. A database that cannot be reached yet (a retryable error) is
-   * tried again, with a backoff up to 5 seconds, until it answers or
-   * {@link ensureSchemaTimeout} runs out: the store waits for its database
-   * instead of failing the app's start. Meanwhile a warning is logged at
-   * most once a minute, with the count of failed attempts. A fatal error (a
-   * wrong password, a missing database, no privilege) fails at once.
-   * Defaults to false.
+   * Run the store's `ensureSchema` when it is built: create the leases',
+   * candidates' and job slots' tables where absent. A database that cannot
+   * be reached yet (a retryable error) is tried again, with a backoff up to
+   * 5 seconds, until it answers or {@link ensureSchemaTimeout} runs out: the
+   * store waits for its database instead of failing the app's start.
+   * Meanwhile a warning is logged at most once a minute, with the count of
+   * failed attempts. A fatal error (a wrong password, a missing database, no
+   * privilege) fails at once. Defaults to false.
    */
   readonly ensureSchema?: boolean | undefined
   /**
@@ -87,7 +96,9 @@ export interface Options {
 }
 
 /**
- * The options of a store that owns its pool.
+ * The options of a store that owns its pool (built from a URL, from `Config`
+ * or from the `@effect/sql` client in context): those of {@link Options},
+ * plus the pool's size.
  *
  * @since 0.1.0
  * @category models
@@ -100,7 +111,7 @@ export interface OwnedPoolOptions extends Options {
 /**
  * What a store's `layerConfig` reads: its options plus the URL, as `Redacted`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type UrlConfig<Options> = Options & {
@@ -142,7 +153,9 @@ export interface SqlStore extends StoreShape {
    * report the `inspect` operation.
    */
   readonly candidates: Effect.Effect<ReadonlyArray<Candidate & { readonly name: string }>, StoreError>
+  /** `Store.advertise`, which every SQL store implements. */
   readonly advertise: NonNullable<StoreShape["advertise"]>
+  /** `Store.withdraw`, which every SQL store implements. */
   readonly withdraw: NonNullable<StoreShape["withdraw"]>
 }
 
@@ -155,7 +168,9 @@ export interface SqlStore extends StoreShape {
  * @category models
  */
 export interface Classification {
+  /** Whether the error can fix itself: the server or the path to it, not the request. */
   readonly retryable: boolean
+  /** What went wrong, in words. */
   readonly reason: string
   /** The SQLSTATE (PostgreSQL) or errno (MySQL), or the driver's / the OS's error code (ECONNRESET, ...). */
   readonly code?: string | undefined

@@ -38,18 +38,12 @@ import { createRequire } from "node:module"
 import * as limits from "../../internal/config/limits.js"
 import * as Dialect from "../internal/dialect.js"
 import { load } from "../internal/driver.js"
-import type { OwnedPoolOptions } from "../SqlStore.js"
+import type { MysqlStoreUrlOptions } from "../MysqlStore.js"
 import { classify } from "./classify.js"
 import { parseUrl } from "./config.js"
 import type { Request, Result, Statement } from "./statements.js"
 
 const Mysql: typeof MysqlModule = await load("MysqlStore", ["mysql2"], () => import("mysql2"))
-
-/** The options of a pool the store owns. */
-export interface OwnedOptions extends OwnedPoolOptions {
-  /** Bound on opening one connection, handshake included. Defaults to 5 seconds. */
-  readonly connectTimeout?: Duration.DurationInput | undefined
-}
 
 // Per query, so that a caller's pool configured otherwise decodes the
 // store's rows the way the store reads them.
@@ -118,7 +112,7 @@ export const driver: Dialect.Driver<
   Result,
   MysqlModule.PoolOptions,
   MysqlClient.MysqlClient,
-  OwnedOptions
+  MysqlStoreUrlOptions
 > = {
   connections: (pool) => {
     const severalPerRequest = settingsOf(pool).multipleStatements === true

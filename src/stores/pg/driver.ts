@@ -29,7 +29,7 @@ import * as WakeUps from "../../internal/runtime/wakeUps.js"
 import * as Dialect from "../internal/dialect.js"
 import { load } from "../internal/driver.js"
 import * as Rules from "../internal/rules.js"
-import type { OwnedPoolOptions } from "../SqlStore.js"
+import type { PgStoreUrlOptions } from "../PgStore.js"
 import { classify } from "./classify.js"
 import { validateUrl } from "./config.js"
 import * as Hints from "./hints.js"
@@ -37,34 +37,21 @@ import type { Request, Result, Row } from "./statements.js"
 
 const Pg = await load("PgStore", ["pg"], () => import("pg"))
 
-/** The options of a pool the store owns. */
-export interface OwnedOptions extends OwnedPoolOptions {
-  /** An idle connection is closed after this long. Defaults to 30 seconds. */
-  readonly idleTimeout?: Duration.DurationInput | undefined
-  /** No connection is used for longer than this. Defaults to 5 minutes. */
-  readonly maxLifetime?: Duration.DurationInput | undefined
-  /**
-   * Wake-up hints (see `Store.WakeUps`): on a release, this process's
-   * followers of the election claim at once instead of at their next poll,
-   * so a clean handover takes one round trip. It opens ONE more connection,
-   * for the store's life, that runs `LISTEN`: `true` when the store's own
-   * URL reaches PostgreSQL directly; `{ url }`, a direct URL, when it goes
-   * through a transaction pooler such as PgBouncer, which cannot keep a
-   * `LISTEN` (the releases' `pg_notify` goes through it). A hint decides
-   * nothing; a lost listening connection is logged, counted
-   * (`Metrics.hintListenerLosses`) and retried while followers poll.
-   * Defaults to off.
-   */
-  readonly listen?: boolean | { readonly url: string | Redacted.Redacted<string> } | undefined
-}
-
 // PgStore never loads `@effect/sql-pg` at run time (only `pg`). Its
 // declarations do name `PgClient`'s types, so a PgStore app installs
 // `@effect/sql-pg` for its type-check (README, Install).
 const client = Context.GenericTag<PgClient.PgClient>("@effect/sql-pg/PgClient")
 
 /** The PostgreSQL driver. */
-export const driver: Dialect.Driver<Pool, PoolClient, Request, Result, PoolConfig, PgClient.PgClient, OwnedOptions> = {
+export const driver: Dialect.Driver<
+  Pool,
+  PoolClient,
+  Request,
+  Result,
+  PoolConfig,
+  PgClient.PgClient,
+  PgStoreUrlOptions
+> = {
   connections: (pool) => ({
     connect: (callback) => pool.connect((error, client) => callback(error ?? undefined, client)),
     run: (client, { text, values }, callback) => {
