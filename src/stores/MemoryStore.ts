@@ -142,6 +142,50 @@ const toLease = (name: string, row: Row, now: number): Lease => ({
  * ```
  */
 export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape> =>
+  Effect.map(makeWithContents(options), ({ store }) => store)
+
+/**
+ * What a MemoryStore holds (its leases, job slots and candidates), copied.
+ *
+ * @internal
+ */
+export interface Contents {
+  readonly rows: ReadonlyMap<string, Row>
+  readonly slots: ReadonlyMap<string, ReadonlyMap<number, SlotRecord>>
+  readonly candidates: ReadonlyMap<string, ReadonlyMap<string, Advertisement>>
+}
+
+/** Every table of `from` into `to`, replacing what `to` held (rows are never changed in place, only replaced). */
+const copyInto = (
+  from: Contents,
+  to: {
+    readonly rows: Map<string, Row>
+    readonly slots: Map<string, Map<number, SlotRecord>>
+    readonly candidates: Map<string, Map<string, Advertisement>>
+  }
+): void => {
+  to.rows.clear()
+  to.slots.clear()
+  to.candidates.clear()
+  for (const [name, row] of from.rows) to.rows.set(name, row)
+  for (const [key, all] of from.slots) to.slots.set(key, new Map(all))
+  for (const [name, election] of from.candidates) to.candidates.set(name, new Map(election))
+}
+
+/**
+ * A MemoryStore with its contents in reach, for tests only: the fleet
+ * simulation copies them and later puts a copy back, as a promoted
+ * asynchronous standby that missed the last writes serves an older copy of
+ * the database. Both run under the store's lock, between operations; the
+ * database clock is not part of the contents.
+ *
+ * @internal
+ */
+export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effect<{
+  readonly store: StoreShape
+  readonly copy: Effect.Effect<Contents>
+  readonly restore: (contents: Contents) => Effect.Effect<void>
+}> =>
   Effect.gen(function*() {
     const clock = options.clock ?? (yield* makeClock())
     const rows = new Map<string, Row>()
@@ -164,7 +208,8 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
     const atomically = <A, E>(f: (now: number) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
       lock.withPermits(1)(Effect.flatMap(clock.now, (now) => f(now.getTime())))
 
-    return limits.enforce({
+    const tables = { rows, slots, candidates }
+    const store = limits.enforce({
       wakeUps: { subscribe: wakeUps.subscribe },
       acquire: (name, identity, ttl, payload) =>
         atomically((now) =>
@@ -289,6 +334,17 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<StoreShape
           })
         )
     })
+    return {
+      store,
+      copy: atomically(() =>
+        Effect.sync(() => {
+          const contents = { rows: new Map(), slots: new Map(), candidates: new Map() }
+          copyInto(tables, contents)
+          return contents
+        })
+      ),
+      restore: (contents: Contents) => atomically(() => Effect.sync(() => copyInto(contents, tables)))
+    }
   })
 
 /**

@@ -31,7 +31,10 @@ describe("the simulation's oracle", () => {
       o.onStart("b", 2n, 10)
       o.sample(
         10,
-        [{ identity: "b", isLeader: true, fence: 2n }, { identity: "a", isLeader: false, fence: undefined }],
+        [
+          { process: "b", identity: "b", isLeader: true, fence: 2n },
+          { process: "a", identity: "a", isLeader: false, fence: undefined }
+        ],
         lease("b", 2n, 5),
         true
       )
@@ -72,7 +75,10 @@ describe("the simulation's oracle", () => {
   })
 
   it("catches two leaders, a leader the database does not know, and a fleet nobody leads", () => {
-    const both = [{ identity: "a", isLeader: true, fence: 1n }, { identity: "b", isLeader: true, fence: 2n }]
+    const both = [
+      { process: "a", identity: "a", isLeader: true, fence: 1n },
+      { process: "b", identity: "b", isLeader: true, fence: 2n }
+    ]
     expect(first((o) => o.sample(3, both, lease("b", 2n, 5), false))?.message).toBe("a@1 and b@2 both lead")
     expect(first((o) => o.sample(4, [both[0]!], undefined, false))).toEqual({
       check: "leader-not-in-db",
@@ -87,6 +93,24 @@ describe("the simulation's oracle", () => {
       at: 9000,
       message: "nobody led in the 4000ms after the faults stopped at 5000"
     })
+  })
+
+  it("tells two processes with one identity apart", () => {
+    const twins = [
+      { process: "p0.0", identity: "shared", isLeader: true, fence: 1n },
+      { process: "p1.0", identity: "shared", isLeader: true, fence: 1n }
+    ]
+    // The database names the identity both run under: each alone is a leader it knows.
+    expect(first((o) => o.sample(3, [twins[1]!], lease("shared", 1n, 5), false))).toBeUndefined()
+    expect(first((o) => o.sample(3, twins, lease("shared", 1n, 5), false))?.message).toBe(
+      "p0.0@1 and p1.0@1 both lead"
+    )
+    expect(
+      first((o) => {
+        o.onStart("p0.0", 1n, 0)
+        o.onStart("p1.0", 1n, 5)
+      })?.message
+    ).toBe("p1.0 started work under fence 1 while p0.0's work under fence 1 still ran")
   })
 
   it("catches leadership flapping back faster than the hysteresis once the faults stopped", () => {

@@ -7,7 +7,11 @@
  * Options: --runs N (default 1000), --seed S, --path P, --step MS (sampling
  * step, default 50), --config short|default|both, --max-leases N (longest
  * fault window, in leaseDurations), --max-slots N (participants, 3..7),
- * --no-step-back (keep the database clock from stepping back).
+ * --no-step-back (keep the database clock from stepping back),
+ * --shared-identity (two participants of every fleet share one identity),
+ * --failover (the database fails over to a standby that lost its last
+ * writes). The last two are off by default: today's election does not
+ * survive them.
  */
 import * as fc from "effect/FastCheck"
 import { parseArgs } from "node:util"
@@ -24,7 +28,9 @@ const { values } = parseArgs({
     config: { type: "string", default: "both" },
     "max-leases": { type: "string" },
     "max-slots": { type: "string" },
-    "no-step-back": { type: "boolean", default: false }
+    "no-step-back": { type: "boolean", default: false },
+    "shared-identity": { type: "boolean", default: false },
+    failover: { type: "boolean", default: false }
   }
 })
 
@@ -37,6 +43,8 @@ const options: Simulation.ScheduleOptions = {
   ...Simulation.defaultScheduleOptions,
   configs,
   stepBacks: !values["no-step-back"],
+  sharedIdentity: values["shared-identity"],
+  failovers: values.failover,
   ...(values["max-leases"] === undefined ? {} : { maxLeases: Number(values["max-leases"]) }),
   ...(values["max-slots"] === undefined ? {} : { maxSlots: Number(values["max-slots"]) })
 }

@@ -3,6 +3,10 @@
  * from inside the term's work fiber) and, at every sample, what each
  * participant believes and what the database holds. The first violation is
  * kept, with the instant it was seen.
+ *
+ * It tells processes apart by their own name, `p<slot>.<incarnation>`, not
+ * by the identity their elector runs under: two processes may share one
+ * identity, and must not lead together any more than two others.
  */
 import { Cause } from "effect"
 import * as Lease from "../../Lease.js"
@@ -30,6 +34,9 @@ export interface Violation {
 }
 
 export interface Belief {
+  /** The process: `p<slot>.<incarnation>`. */
+  readonly process: string
+  /** The identity its elector runs under, which the database's record names. */
   readonly identity: string
   readonly isLeader: boolean
   readonly fence: bigint | undefined
@@ -37,6 +44,7 @@ export interface Belief {
 
 /** One term as the oracle saw it: who led under which fence, from when and until when (still leading: undefined). */
 export interface Tenure {
+  /** The process that led, `p<slot>.<incarnation>` (its elector's identity too, unless its slot shares one). */
   readonly identity: string
   readonly fence: bigint
   readonly from: number
@@ -47,10 +55,10 @@ export class Oracle {
   violation: Violation | undefined
   /** Every term so far, in the order they started. */
   readonly tenures: Array<Tenure> = []
-  /** Work fibers running now, by `identity/fence`, with their term's index in `tenures`. */
+  /** Work fibers running now, by `process/fence`, with their term's index in `tenures`. */
   private readonly running = new Map<
     string,
-    { readonly identity: string; readonly fence: bigint; readonly tenure: number; frozen: boolean }
+    { readonly process: string; readonly fence: bigint; readonly tenure: number; frozen: boolean }
   >()
   private readonly started = new Set<bigint>()
   private highest = 0n
@@ -59,7 +67,7 @@ export class Oracle {
   ledAt: number | undefined
   /** Once the faults have stopped: when, and the hysteresis leadership must respect. */
   private quiet: { readonly at: number; readonly hysteresis: number } | undefined
-  /** Since the faults stopped: who started the latest term, and when each participant last stopped leading. */
+  /** Since the faults stopped: which process started the latest term, and when each one last stopped leading. */
   private lastStarter: string | undefined
   private readonly stoppedAt = new Map<string, number>()
 
@@ -72,22 +80,22 @@ export class Oracle {
     this.quiet = { at, hysteresis }
   }
 
-  onStart(identity: string, fence: bigint, at: number): void {
+  onStart(process: string, fence: bigint, at: number): void {
     this.terms++
     if (this.quiet !== undefined) {
-      const stopped = this.stoppedAt.get(identity)
-      if (this.lastStarter !== undefined && this.lastStarter !== identity && stopped !== undefined) {
+      const stopped = this.stoppedAt.get(process)
+      if (this.lastStarter !== undefined && this.lastStarter !== process && stopped !== undefined) {
         if (at - stopped < this.quiet.hysteresis) {
           this.fail(
             "flapping",
             at,
-            `${identity} leads again ${
+            `${process} leads again ${
               at - stopped
             }ms after it stopped, with ${this.lastStarter} in between (hysteresis ${this.quiet.hysteresis}ms)`
           )
         }
       }
-      this.lastStarter = identity
+      this.lastStarter = process
     }
     for (const other of this.running.values()) {
       // A frozen process cannot stop its work: fencing is what covers it.
@@ -95,37 +103,37 @@ export class Oracle {
       this.fail(
         "work-overlap",
         at,
-        `${identity} started work under fence ${fence} ` +
-          `while ${other.identity}'s work under fence ${other.fence} still ran`
+        `${process} started work under fence ${fence} ` +
+          `while ${other.process}'s work under fence ${other.fence} still ran`
       )
     }
-    if (this.started.has(fence)) this.fail("fence-reused", at, `fence ${fence} started a second term (${identity})`)
+    if (this.started.has(fence)) this.fail("fence-reused", at, `fence ${fence} started a second term (${process})`)
     else if (fence <= this.highest) {
-      this.fail("fence-backwards", at, `${identity} started under fence ${fence} after fence ${this.highest}`)
+      this.fail("fence-backwards", at, `${process} started under fence ${fence} after fence ${this.highest}`)
     }
     this.started.add(fence)
     if (fence > this.highest) this.highest = fence
-    const tenure = this.tenures.push({ identity, fence, from: at, until: undefined }) - 1
-    this.running.set(`${identity}/${fence}`, { identity, fence, tenure, frozen: false })
+    const tenure = this.tenures.push({ identity: process, fence, from: at, until: undefined }) - 1
+    this.running.set(`${process}/${fence}`, { process, fence, tenure, frozen: false })
   }
 
-  /** The process of `identity` froze: its work may go on after its term, until it thaws. */
-  onFreeze(identity: string): void {
-    for (const work of this.running.values()) if (work.identity === identity) work.frozen = true
+  /** `process` froze: its work may go on after its term, until it thaws. */
+  onFreeze(process: string): void {
+    for (const work of this.running.values()) if (work.process === process) work.frozen = true
   }
 
-  onStop(identity: string, fence: bigint, at?: number): void {
-    const work = this.running.get(`${identity}/${fence}`)
-    this.running.delete(`${identity}/${fence}`)
+  onStop(process: string, fence: bigint, at?: number): void {
+    const work = this.running.get(`${process}/${fence}`)
+    this.running.delete(`${process}/${fence}`)
     if (work !== undefined) this.tenures[work.tenure] = { ...this.tenures[work.tenure]!, until: at }
-    if (this.quiet !== undefined && at !== undefined) this.stoppedAt.set(identity, at)
+    if (this.quiet !== undefined && at !== undefined) this.stoppedAt.set(process, at)
   }
 
   /** Judges one instant of the timeline: every participant's belief and the database record. */
   sample(at: number, beliefs: ReadonlyArray<Belief>, lease: Lease.Lease | undefined, watchLiveness: boolean): void {
     const leaders = beliefs.filter((b) => b.isLeader)
     if (leaders.length > 1) {
-      this.fail("two-leaders", at, `${leaders.map((b) => `${b.identity}@${b.fence}`).join(" and ")} both lead`)
+      this.fail("two-leaders", at, `${leaders.map((b) => `${b.process}@${b.fence}`).join(" and ")} both lead`)
     }
     for (const leader of leaders) {
       const held = lease !== undefined && Lease.isHeldBy(lease, leader.identity) && lease.fence === leader.fence
@@ -136,17 +144,17 @@ export class Oracle {
         this.fail(
           "leader-not-in-db",
           at,
-          `${leader.identity}@${leader.fence} believes it leads; the database says ${db}`
+          `${leader.process}@${leader.fence} believes it leads; the database says ${db}`
         )
       }
     }
     if (watchLiveness && this.ledAt === undefined && leaders.length > 0) this.ledAt = at
   }
 
-  /** The work of `identity`'s term under `fence` failed or died at `at` (an interruption alone is no crash). */
-  crash(identity: string, fence: bigint, at: number, cause: Cause.Cause<unknown>): void {
+  /** The work of `process`'s term under `fence` failed or died at `at` (an interruption alone is no crash). */
+  crash(process: string, fence: bigint, at: number, cause: Cause.Cause<unknown>): void {
     if (Cause.isInterruptedOnly(cause)) return
-    this.fail("work-crashed", at, `${identity}'s work under fence ${fence} crashed: ${Cause.pretty(cause)}`)
+    this.fail("work-crashed", at, `${process}'s work under fence ${fence} crashed: ${Cause.pretty(cause)}`)
   }
 
   /** Records what the user's invariant found at `at`, if anything. */

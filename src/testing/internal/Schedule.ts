@@ -53,6 +53,18 @@ export type Event =
   | { readonly _tag: "Hints"; readonly slot: Target; readonly hints: HintFault }
   /** Anyone may send a hint: every participant gets one now, whatever the lease. */
   | { readonly _tag: "Forge" }
+  /**
+   * The database's asynchronous standby stops receiving its writes: it keeps
+   * a copy of the database as it is now (a later Snapshot: it caught up and
+   * was cut again).
+   */
+  | { readonly _tag: "Snapshot" }
+  /**
+   * The standby is promoted: the database holds the copy the last Snapshot
+   * took (without one, the standby had every write and nothing is lost) and
+   * its clock goes on, `jump` ms ahead. The new standby follows it in full.
+   */
+  | { readonly _tag: "Failover"; readonly jump: number }
 
 /** What becomes of the wake-up hints to a participant (see `Store.WakeUps`). */
 export type HintFault =
@@ -116,7 +128,16 @@ export interface Schedule {
    * participant a candidate, `preemptAfter` its default of 2 leaseDurations).
    */
   readonly priorities?: ReadonlyArray<number> | undefined
+  /**
+   * The slots whose processes all run under one identity, {@link sharedIdentity}
+   * (restarts too, as a pod name or a host name would): a misconfigured
+   * fleet, which the election must keep safe all the same.
+   */
+  readonly sharedIdentity?: ReadonlyArray<number> | undefined
 }
+
+/** The identity every process of a schedule's `sharedIdentity` slots runs under. */
+export const sharedIdentity = "shared"
 
 const opFault = (config: SimConfig): fc.Arbitrary<OpFault> => {
   const t = config.operationTimeout
@@ -191,7 +212,15 @@ const event = (config: SimConfig, slots: number, options: ScheduleOptions): fc.A
       arbitrary: fc.record({ _tag: fc.constant("Resign" as const), slot })
     },
     { weight: 2, arbitrary: fc.record({ _tag: fc.constant("Hints" as const), slot, hints: hintFault(config) }) },
-    { weight: 2, arbitrary: fc.constant({ _tag: "Forge" as const }) }
+    { weight: 2, arbitrary: fc.constant({ _tag: "Forge" as const }) },
+    { weight: options.failovers === true ? 2 : 0, arbitrary: fc.constant({ _tag: "Snapshot" as const }) },
+    {
+      weight: options.failovers === true ? 2 : 0,
+      arbitrary: fc.record({
+        _tag: fc.constant("Failover" as const),
+        jump: fc.integer({ min: 0, max: config.retryPeriod })
+      })
+    }
   )
 }
 
@@ -220,6 +249,14 @@ export interface ScheduleOptions {
   readonly freezes?: boolean | undefined
   /** Whether half the fleets run preferred leaders (priorities), with resignations among the events (default false). */
   readonly candidates?: boolean | undefined
+  /** Whether two slots of every fleet share one identity (default false: today's election does not survive it). */
+  readonly sharedIdentity?: boolean | undefined
+  /**
+   * Whether the database fails over to a standby that lost its last writes,
+   * `Snapshot` and `Failover` among the events (default false: today's
+   * election does not survive it).
+   */
+  readonly failovers?: boolean | undefined
 }
 
 export const ciOptions: ScheduleOptions = {
@@ -255,6 +292,12 @@ export const schedule = (options: ScheduleOptions): fc.Arbitrary<Schedule> =>
             priorities: fc.option(fc.array(fc.integer({ min: 0, max: 3 }), { minLength: slots, maxLength: slots }), {
               nil: undefined
             })
+          }
+          : {}),
+        ...(options.sharedIdentity === true
+          ? {
+            sharedIdentity: fc.uniqueArray(fc.integer({ min: 0, max: slots - 1 }), { minLength: 2, maxLength: 2 })
+              .map((pair) => [...pair].sort((a, b) => a - b))
           }
           : {})
       })
@@ -298,7 +341,9 @@ const EventSchema = Schema.Union(
       Schema.TaggedStruct("Delayed", { millis: Millis })
     )
   }),
-  Schema.TaggedStruct("Forge", {})
+  Schema.TaggedStruct("Forge", {}),
+  Schema.TaggedStruct("Snapshot", {}),
+  Schema.TaggedStruct("Failover", { jump: Millis })
 )
 const RateSchema = Schema.transform(
   Schema.Number,
@@ -322,7 +367,8 @@ const ScheduleStruct = Schema.Struct({
   rates: Schema.Array(RateSchema),
   window: Millis,
   events: Schema.Array(Schema.Struct({ at: Millis, event: EventSchema })),
-  priorities: Schema.optional(Schema.Array(Schema.Number))
+  priorities: Schema.optional(Schema.Array(Schema.Number)),
+  sharedIdentity: Schema.optional(Schema.Array(Schema.Number))
 })
 
 /** A schedule and its JSON form. */

@@ -12,10 +12,13 @@
  * store-wide FaultyStore (database hangs) to the MemoryStore. A crash makes
  * every call of the dead process hang (nothing it sends arrives) and
  * interrupts its run, so it never releases; a restart is a clean shutdown,
- * if the slot runs, and a new elector with a new identity. A freeze holds
+ * if the slot runs, and a new elector with a new identity (the same one, in
+ * the slots of a schedule's `sharedIdentity`). A freeze holds
  * every fiber of the process (its {@link Gate}) while its clock goes on; the
  * oracle then lets its work outlive its term until it thaws, since no
  * elector can stop a process that does not run (fencing covers that).
+ * `Snapshot` and `Failover` events fail the database over to a standby that
+ * lost the writes since the snapshot (see {@link Standby}).
  *
  * ## Which clock rates the safety margin absorbs
  * A leader that sends a request at local instant s believes its lease until
@@ -41,6 +44,9 @@
  * is R / rmin, and nothing fails any more: by Q + T/rmin + L + S + R/rmin
  * someone has inspected the expired record, released it if it was its own,
  * and acquired it. The bound adds one sampling step and 10ms of rounding.
+ * A failover may hold every claim off for a whole lease more: a participant
+ * that sees a promoted standby must not claim before the leader it cannot
+ * see any more has stepped down, that is L / rmin after it saw it.
  */
 import {
   type Clock,
@@ -67,7 +73,7 @@ import * as MemoryStore from "../../stores/MemoryStore.js"
 import * as Faulty from "./FaultyStore.js"
 import { type Belief, Oracle, type Tenure, type Violation } from "./Oracle.js"
 import type { Event, Faults, HintFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
-import { ops } from "./Schedule.js"
+import { ops, sharedIdentity } from "./Schedule.js"
 import { Gate, type Rate, rate, rateToNumber, scaledClock, VirtualTime } from "./VirtualTime.js"
 
 /**
@@ -91,14 +97,17 @@ export interface Result {
   readonly virtualMillis: number
 }
 
-/** The slot of a participant's identity, `p<slot>.<incarnation>`. */
-export const slotOf = (identity: string): number => Number(identity.slice(1, identity.indexOf(".")))
+/** The slot of a process, `p<slot>.<incarnation>`. */
+export const slotOf = (process: string): number => Number(process.slice(1, process.indexOf(".")))
 
 /** One term of one participant, as the user's work sees it. */
 export interface Term {
   /** The participant's slot in the fleet (restarts keep it). */
   readonly slot: number
-  /** The participant's identity: `p<slot>.<incarnation>`. */
+  /**
+   * The participant's identity: `p<slot>.<incarnation>`, or the one the
+   * slots of the schedule's `sharedIdentity` share.
+   */
   readonly identity: string
   readonly fence: bigint
 }
@@ -154,7 +163,9 @@ export const livenessBound = (schedule: Schedule, step: number): number => {
   const { leaseDuration, operationTimeout, retryPeriod } = schedule.config
   const slowest = Math.min(...schedule.rates.map(rateToNumber))
   const steppedBack = schedule.events.reduce((sum, e) => sum + (e.event._tag === "StepBack" ? e.event.millis : 0), 0)
-  const base = Math.ceil((operationTimeout + retryPeriod) / slowest + leaseDuration + steppedBack) + step + 10
+  const failedOver = schedule.events.some((e) => e.event._tag === "Failover")
+  const holdOff = failedOver ? leaseDuration / slowest : 0
+  const base = Math.ceil((operationTimeout + retryPeriod) / slowest + leaseDuration + steppedBack + holdOff) + step + 10
   return schedule.priorities === undefined ? base : base + preferenceBound(schedule)
 }
 
@@ -323,7 +334,7 @@ const hangAll: Faults = {
  * {@link Path} (the database's own faults).
  */
 interface Database {
-  /** The database clock, which `StepBack` events move. */
+  /** The database clock, which `StepBack` events move back and a failover may move ahead. */
   readonly clock: MemoryStore.DatabaseClock
   /** What the database holds, past every fault: what the oracle checks beliefs against. */
   readonly inspect: Store.StoreShape["inspect"]
@@ -331,28 +342,123 @@ interface Database {
   readonly storeWide: Path
   /** A new process's own way to the database: its path's faults, then the store-wide ones. */
   readonly connect: () => Path
+  /** The database's asynchronous standby, which `Snapshot` and `Failover` events cut off and promote. */
+  readonly standby: Standby
+}
+
+/**
+ * A standby that follows the database asynchronously, as most PostgreSQL
+ * HA setups run one: promoted, it serves what it had received, which may
+ * lack the last committed writes.
+ */
+interface Standby {
+  /** Its replication is cut: it keeps a copy of the database as it is now. */
+  readonly cut: Effect.Effect<void>
+  /**
+   * It is promoted: the database holds the copy it kept, if it was cut (and
+   * then follows the new primary in full); the database clock goes on,
+   * `jump` ms ahead, as another server's may be.
+   */
+  readonly promote: (jump: number) => Effect.Effect<void>
+}
+
+/** A database clock that a failover can move ahead (`MemoryStore`'s only steps back). */
+const movable = (clock: MemoryStore.DatabaseClock) => {
+  let ahead = 0
+  return {
+    now: Effect.map(clock.now, (now) => new Date(now.getTime() + ahead)),
+    stepBack: clock.stepBack,
+    jump: (millis: number) =>
+      Effect.sync(() => {
+        ahead += millis
+      })
+  }
+}
+
+const standby = (
+  db: Effect.Effect.Success<ReturnType<typeof MemoryStore.makeWithContents>>,
+  clock: ReturnType<typeof movable>
+): Standby => {
+  let kept: MemoryStore.Contents | undefined
+  return {
+    cut: Effect.map(db.copy, (contents) => {
+      kept = contents
+    }),
+    promote: (jump) =>
+      Effect.suspend(() => {
+        const restore = kept === undefined ? Effect.void : db.restore(kept)
+        kept = undefined
+        return Effect.zipRight(restore, clock.jump(jump))
+      })
+  }
 }
 
 /** Opens the fleet's database: the one place that says what the store is and how a participant's calls reach it. */
 const openDatabase = (driver: Driver): Effect.Effect<Database> =>
   Effect.gen(function*() {
-    const clock = yield* driver.exec(
-      Effect.withClock(MemoryStore.makeClock({ offset: Duration.days(3) }), driver.clock(rate(10_000)))
+    const clock = movable(
+      yield* driver.exec(
+        Effect.withClock(MemoryStore.makeClock({ offset: Duration.days(3) }), driver.clock(rate(10_000)))
+      )
     )
-    const db = yield* driver.exec(MemoryStore.make({ clock }))
-    const storeWide = path(db)
-    return { clock, inspect: db.inspect, storeWide, connect: () => path(storeWide.store) }
+    const db = yield* driver.exec(MemoryStore.makeWithContents({ clock }))
+    const storeWide = path(db.store)
+    return {
+      clock,
+      inspect: db.store.inspect,
+      storeWide,
+      connect: () => path(storeWide.store),
+      standby: standby(db, clock)
+    }
   })
 
 /** The fleet's processes log nothing: the oracle, not the log, says what went wrong. */
 const quiet = <A, E>(effect: Effect.Effect<A, E>) => Logger.withMinimumLogLevel(effect, LogLevel.None)
 
+/**
+ * `store` with every call made for election `name`, whatever name its caller
+ * gives. Each process of the fleet stands for an OS process of its own, but
+ * they all run in this one, whose electors refuse a second elector of one
+ * name and identity: a process whose identity another shares names its
+ * election after itself, and reaches the shared election through this.
+ */
+const renamed = (store: Store.StoreShape, name: string): Store.StoreShape => {
+  const { advertise, slots, wakeUps, withdraw } = store
+  return {
+    ...store,
+    wakeUps: wakeUps === undefined ? undefined : { subscribe: (_, wake) => wakeUps.subscribe(name, wake) },
+    acquire: (_, ...rest) => store.acquire(name, ...rest),
+    renew: (_, ...rest) => store.renew(name, ...rest),
+    release: (_, ...rest) => store.release(name, ...rest),
+    inspect: () => store.inspect(name),
+    slots: slots === undefined ? undefined : {
+      claim: (_, ...rest) => slots.claim(name, ...rest),
+      complete: (_, ...rest) => slots.complete(name, ...rest),
+      last: (_, ...rest) => slots.last(name, ...rest)
+    },
+    ...(advertise === undefined || withdraw === undefined ? {} : {
+      advertise: (_, ...rest) => advertise(name, ...rest),
+      withdraw: (_, ...rest) => withdraw(name, ...rest)
+    })
+  }
+}
+
 interface Incarnation {
+  /** The process, `p<slot>.<incarnation>`: what the oracle tells it apart by. */
+  readonly process: string
+  /** The identity its elector runs under. */
   readonly identity: string
   readonly gate: Gate
   readonly elector: Elector.ElectorShape
   readonly path: Path
   readonly fiber: Fiber.RuntimeFiber<never, unknown>
+}
+
+/** Who a process is: its slot, its own name and the identity its elector runs under. */
+interface Participant {
+  readonly slot: number
+  readonly process: string
+  readonly identity: string
 }
 
 interface Slot {
@@ -463,12 +569,16 @@ class Fleet {
         )
       case "StepBack":
         return driver.exec(database.clock.stepBack(Duration.millis(event.millis)))
+      case "Snapshot":
+        return driver.exec(database.standby.cut)
+      case "Failover":
+        return driver.exec(database.standby.promote(event.jump))
       case "Freeze":
         return Effect.map(this.target(event.slot), (slot) => {
           const current = slot?.current
           if (current === undefined) return
           current.gate.freeze()
-          oracle.onFreeze(current.identity)
+          oracle.onFreeze(current.process)
           this.thaws.push({ at: driver.millis() + event.millis, gate: current.gate })
           this.thaws.sort((a, b) => a.at - b.at)
         })
@@ -517,7 +627,12 @@ class Fleet {
         if (current === undefined) continue
         const isLeader = yield* current.elector.isLeader
         const fence = yield* current.elector.fence
-        beliefs.push({ identity: current.identity, isLeader, fence: Option.getOrUndefined(fence) })
+        beliefs.push({
+          process: current.process,
+          identity: current.identity,
+          isLeader,
+          fence: Option.getOrUndefined(fence)
+        })
       }
       const lease = yield* Effect.option(database.inspect(election))
       return { beliefs, lease: Option.getOrUndefined(lease) }
@@ -538,12 +653,14 @@ class Fleet {
       : Effect.succeed(this.slots[t])
   }
 
-  /** A new process in `slot`: a new identity, on the slot's clock, behind the slot's faults. */
+  /** A new process in `slot`: a new identity (unless its slot shares one), on the slot's clock, behind the slot's faults. */
   private launch(slot: Slot): Effect.Effect<void> {
     const { config, priorities } = this.options.schedule
     const { database, driver, election, scope, seed } = this.options
+    const shared = this.options.schedule.sharedIdentity?.includes(slot.index) === true
     return Effect.gen(this, function*() {
-      const identity = `p${slot.index}.${slot.incarnations++}`
+      const process = `p${slot.index}.${slot.incarnations++}`
+      const identity = shared ? sharedIdentity : process
       const via = database.connect()
       via.set(slot.faults)
       via.setHints(slot.hints)
@@ -551,7 +668,7 @@ class Fleet {
       const gate = new Gate(driver.scheduler)
       const elector = yield* driver.exec(
         Elector.make({
-          name: election,
+          name: shared ? `${election}.${process}` : election,
           identity,
           leaseDuration: Duration.millis(config.leaseDuration),
           renewInterval: Duration.millis(config.renewInterval),
@@ -559,7 +676,7 @@ class Fleet {
           operationTimeout: Duration.millis(config.operationTimeout),
           priority: priorities?.[slot.index]
         }).pipe(
-          Effect.provideService(Store.Store, via.store),
+          Effect.provideService(Store.Store, shared ? renamed(via.store, election) : via.store),
           Effect.withClock(clock),
           Scope.extend(scope),
           Effect.orDie,
@@ -567,12 +684,13 @@ class Fleet {
         )
       )
       const random = Random.make(seed * 131 + slot.index * 17 + slot.incarnations)
-      const participate = Effect.fork(this.job(slot.index, identity, elector, clock)).pipe(
-        Effect.zipRight(Effect.fork(this.terms(slot.index, identity, elector, clock))),
+      const term = { slot: slot.index, process, identity }
+      const participate = Effect.fork(this.job(term, elector, clock)).pipe(
+        Effect.zipRight(Effect.fork(this.terms(term, elector, clock))),
         Effect.zipRight(elector.run)
       )
       const fiber = driver.fork(Effect.withScheduler(quiet(Effect.withRandom(participate, random)), gate))
-      slot.current = { identity, gate, elector, path: via, fiber }
+      slot.current = { process, identity, gate, elector, path: via, fiber }
     })
   }
 
@@ -591,19 +709,19 @@ class Fleet {
   }
 
   /** The participant's terms, as `whileLeader` runs them: the oracle sees each start and stop, and any crash. */
-  private terms(slot: number, identity: string, elector: Elector.ElectorShape, clock: Clock.Clock) {
+  private terms({ identity, process, slot }: Participant, elector: Elector.ElectorShape, clock: Clock.Clock) {
     const { driver, oracle, workload: { work: userWork } } = this.options
     return Elector.whileLeader(Effect.flatMap(Leadership.Leadership, ({ fence }) =>
       Effect.suspend(() => {
-        oracle.onStart(identity, fence, driver.millis())
+        oracle.onStart(process, fence, driver.millis())
         const term = { slot, identity, fence }
         const work = userWork === undefined
           ? Effect.never
           : Effect.zipRight(Effect.isEffect(userWork) ? userWork : userWork(term), Effect.never)
         return Effect.tapErrorCause(work, (cause) =>
-          Effect.sync(() => oracle.crash(identity, fence, driver.millis(), cause)))
+          Effect.sync(() => oracle.crash(process, fence, driver.millis(), cause)))
       }).pipe(Effect.ensuring(Effect.sync(() =>
-        oracle.onStop(identity, fence, driver.millis())
+        oracle.onStop(process, fence, driver.millis())
       ))))).pipe(
         Effect.provideService(Elector.Elector, elector),
         Effect.withClock(clock),
@@ -612,7 +730,7 @@ class Fleet {
   }
 
   /** The workload's scheduled job, as the participant runs it. */
-  private job(slot: number, identity: string, elector: Elector.ElectorShape, clock: Clock.Clock) {
+  private job({ identity, slot }: Participant, elector: Elector.ElectorShape, clock: Clock.Clock) {
     const { job } = this.options.workload
     return job === undefined
       ? Effect.never
@@ -684,7 +802,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
     oracle.finish(end, calmAt, bound)
     if (priorities !== undefined) {
       const { beliefs } = yield* fleet.observe()
-      const leader = beliefs.find((b) => b.isLeader)?.identity
+      const leader = beliefs.find((b) => b.isLeader)?.process
       const best = Math.max(...priorities)
       oracle.preferred(end, leader, leader !== undefined && priorities[slotOf(leader)] === best, bound)
     }

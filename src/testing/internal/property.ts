@@ -4,16 +4,39 @@
  */
 import * as fc from "effect/FastCheck"
 import type { Tenure } from "./Oracle.js"
-import { encode, type Schedule, schedule, type ScheduleOptions } from "./Schedule.js"
+import { encode, type Schedule, schedule, type ScheduleOptions, sharedIdentity } from "./Schedule.js"
 import { run, slotOf, type Timeline, type Workload } from "./Simulation.js"
 import { rateToNumber } from "./VirtualTime.js"
 
 const instant = (at: number): string => `  ${String(at).padStart(7)}ms`
 
+/** An event as JSON, and what a failover brings back: the copy of the latest snapshot before it, if any. */
+const describeEvents = (events: Schedule["events"]): Array<string> => {
+  let snapshot: number | undefined
+  return events.map(({ at, event }) => {
+    const line = `${instant(at)} ${JSON.stringify(event)}`
+    switch (event._tag) {
+      case "Snapshot":
+        snapshot = at
+        return line
+      case "Failover": {
+        const lost = snapshot === undefined
+          ? "the standby had every write"
+          : `the store failed over to the snapshot of t=${snapshot}ms`
+        snapshot = undefined
+        return `${line}: ${lost}`
+      }
+      default:
+        return line
+    }
+  })
+}
+
 /**
  * A schedule as one readable line per event, for counterexamples: every
- * input that shapes the run, the preferred leaders and the end of the
- * faults too, which are not among the events.
+ * input that shapes the run, the preferred leaders, the processes that
+ * share an identity and the end of the faults too, which are not among the
+ * events.
  */
 export const describe = (s: Schedule): string =>
   [
@@ -25,7 +48,11 @@ export const describe = (s: Schedule): string =>
         s.priorities.map((p, slot) => `p${slot} priority ${p}`).join(", ")
       }`
     ]),
-    ...s.events.map((e) => `${instant(e.at)} ${JSON.stringify(e.event)}`),
+    ...(s.sharedIdentity === undefined ? [] : [
+      `  ${s.sharedIdentity.map((slot) => `p${slot}`).join(" and ")} share identity "${sharedIdentity}" ` +
+      `(every process of theirs, restarts too)`
+    ]),
+    ...describeEvents(s.events),
     `${instant(s.window)} the faults stop: every path heals, frozen processes thaw, dead slots restart`
   ].join("\n")
 
