@@ -5,7 +5,10 @@
  * the database clock may step back; a fault schedule partitions
  * participants, hangs the database, loses or slows replies, crashes,
  * restarts and (opt in: `freezes` in the schedule options) freezes
- * processes. At every sampled instant the library's oracle checks
+ * processes. Two more accidents are opt in, since today's election does not
+ * survive them: `sharedIdentity` (two participants run under one identity)
+ * and `failovers` (the database fails over to a standby that lost its last
+ * writes). At every sampled instant the library's oracle checks
  * the election (one leader, fences never reused nor going backwards, terms
  * never overlapping, the leader holds the record, someone leads again after
  * the faults) and your invariant checks what your work did.
