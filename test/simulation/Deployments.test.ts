@@ -29,6 +29,14 @@ const failure = (options: Simulation.CheckOptions): Promise<string> =>
 
 const rates = (...perTenThousand: Array<number>) => perTenThousand.map(Simulation.rate)
 
+/** Three participants on clocks at the database's rate, a 3s lease, faults for 9s. */
+const threeOnTime = (events: Simulation.Schedule["events"]): Simulation.Schedule => ({
+  config: Simulation.shortConfig,
+  rates: rates(10_000, 10_000, 10_000),
+  window: 9000,
+  events
+})
+
 describe("two processes with one identity (today's election does not survive it)", () => {
   it("the property finds them leading together, and names the shared identity", async () => {
     const found = await failure({ schedules: schedules({ sharedIdentity: true }), runs: 20, seed: 39 })
@@ -87,16 +95,11 @@ describe("a failover to a standby that lost the last writes (today's election do
   // once a second, the run shows the overlap and the reused fence that
   // follow what the finer sampling reports first (a leader the database
   // does not know).
-  const lostTerm: Simulation.Schedule = {
-    config: Simulation.shortConfig,
-    rates: rates(10_000, 10_000, 10_000),
-    window: 9000,
-    events: [
-      { at: 500, event: { _tag: "Snapshot" } },
-      { at: 1000, event: { _tag: "Crash", slot: "leader" } },
-      { at: 4500, event: { _tag: "Failover", jump: 0 } }
-    ]
-  }
+  const lostTerm = threeOnTime([
+    { at: 500, event: { _tag: "Snapshot" } },
+    { at: 1000, event: { _tag: "Crash", slot: "leader" } },
+    { at: 4500, event: { _tag: "Failover", jump: 0 } }
+  ])
 
   it("a lost term's fence is handed out again while its leader still works", () => {
     expect(Simulation.run(lostTerm, { seed: 1 }).violation).toMatchObject({
@@ -114,16 +117,11 @@ describe("a failover to a standby that lost the last writes (today's election do
   })
 
   it("a standby that missed only a renewal, and one that missed nothing, keep the leader", () => {
-    const schedule: Simulation.Schedule = {
-      config: Simulation.shortConfig,
-      rates: rates(10_000, 10_000, 10_000),
-      window: 9000,
-      events: [
-        { at: 500, event: { _tag: "Snapshot" } },
-        { at: 1000, event: { _tag: "Failover", jump: 0 } },
-        { at: 5000, event: { _tag: "Failover", jump: 0 } }
-      ]
-    }
+    const schedule = threeOnTime([
+      { at: 500, event: { _tag: "Snapshot" } },
+      { at: 1000, event: { _tag: "Failover", jump: 0 } },
+      { at: 5000, event: { _tag: "Failover", jump: 0 } }
+    ])
     expect(Simulation.describe(schedule).split("\n").slice(1, 4)).toEqual([
       `      500ms {"_tag":"Snapshot"}`,
       `     1000ms {"_tag":"Failover","jump":0}: the store failed over to the snapshot of t=500ms`,
