@@ -44,9 +44,9 @@
  * is R / rmin, and nothing fails any more: by Q + T/rmin + L + S + R/rmin
  * someone has inspected the expired record, released it if it was its own,
  * and acquired it. The bound adds one sampling step and 10ms of rounding.
- * A failover may hold every claim off for a whole lease more: a participant
- * that sees a promoted standby must not claim before the leader it cannot
- * see any more has stepped down, that is L / rmin after it saw it.
+ * A schedule with a failover allows a whole lease more, L / rmin: a
+ * participant that sees a promoted standby may hold its claims off until
+ * the leader whose term the standby lost has stepped down.
  */
 import {
   type Clock,
