@@ -408,7 +408,7 @@ const takePart = (elector: ElectorShape): Effect.Effect<void, StoreError, Scope.
 /**
  * One election's status, in the merged stream of {@link Electors}.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ElectionStatus {
@@ -420,7 +420,7 @@ export interface ElectionStatus {
 /**
  * The electors {@link joinAll} started, all over one store.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Electors {
@@ -442,7 +442,7 @@ export interface Electors {
  * Size the store's pool for all of them: see "Many elections in one
  * process" in the README.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  * @example
  * ```ts
@@ -574,7 +574,7 @@ export const whileLeader = <A, E, R>(
  * `InvalidConfig` when the job name, the cron expression or the delivery is
  * invalid, or the store records no slots.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  * @example
  * ```ts

@@ -32,7 +32,7 @@
  * - A failed or defective run is logged, counted (`failed`) and recorded as
  *   completed: it is not retried, and the term goes on.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type * as Cron from "effect/Cron"
 import type * as Schedule from "effect/Schedule"
@@ -42,7 +42,7 @@ import type * as Schedule from "effect/Schedule"
  * term: `"atMostOnce"` (default) leaves it, `"atLeastOnce"` re-runs it in
  * the next term.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Delivery = "atMostOnce" | "atLeastOnce"
@@ -52,7 +52,7 @@ export type Delivery = "atMostOnce" | "atLeastOnce"
  * `Cron` (its own time zone), or an Effect `Schedule` stepped on the
  * database clock.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type When = string | Cron.Cron | Schedule.Schedule<unknown, unknown>
@@ -60,7 +60,7 @@ export type When = string | Cron.Cron | Schedule.Schedule<unknown, unknown>
 /**
  * The slot a run is for.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  * @example
  * ```ts
@@ -81,7 +81,7 @@ export interface Slot {
 }
 
 /**
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -99,7 +99,7 @@ export interface Options {
  * - `skipped`: another term had started it (or completed it);
  * - `missed`: it came due while nobody could run it, and a later slot ran instead.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Outcome = "completed" | "failed" | "interrupted" | "skipped" | "missed"

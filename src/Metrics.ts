@@ -248,7 +248,7 @@ export const storeFatal = Metric.gauge("leaderelection_store_fatal", {
  * `missed`). Summed over an election's processes, `completed` + `failed` +
  * `interrupted` is the number of runs.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category metrics
  * @example
  * ```ts
@@ -275,7 +275,7 @@ export const jobSlots = Metric.counter("leaderelection_job_slots_total", {
  * meanwhile, so a handover takes a poll's wait instead of one round trip;
  * the elections themselves go on.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category metrics
  * @example
  * ```ts

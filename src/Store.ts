@@ -40,7 +40,7 @@ export type Operation =
 /**
  * The operations of {@link SlotStore}, the record of scheduled job slots.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type SlotOperation = "claimSlot" | "completeSlot" | "lastSlot"
@@ -177,7 +177,7 @@ export const isStoreError = (u: unknown): u is StoreError => Predicate.isTagged(
  * integer, higher preferred; at most `Lease`'s 32-bit range) and its
  * `version` (at most {@link maxVersionBytes} bytes of UTF-8, or null).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Candidacy {
@@ -188,7 +188,7 @@ export interface Candidacy {
 /**
  * The longest `version` a candidacy may carry, in bytes of UTF-8.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export const maxVersionBytes = 255
@@ -198,7 +198,7 @@ export const maxVersionBytes = 255
  * durations were derived by the database within that statement: they are
  * safe to compare with durations, never with a local clock's instants.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Candidate extends Candidacy {
@@ -285,7 +285,7 @@ export interface StoreShape {
    * wraps another's calls in ways that may break it (delays, retries) must
    * not: it leaves the field out, or sets it to `undefined`.
    *
-   * @since 0.2.0
+   * @since 0.1.0
    */
   readonly answersWithin?: Duration.Duration | undefined
   /**
@@ -296,7 +296,7 @@ export interface StoreShape {
    * follower claims at once instead of at its next poll. A store without
    * them (MySQL/MariaDB, most stores of your own) is polled as usual.
    *
-   * @since 0.2.0
+   * @since 0.1.0
    */
   readonly wakeUps?: WakeUps | undefined
 }
@@ -308,7 +308,7 @@ export interface StoreShape {
  * `acquire`, decided by the database. A lost, late, repeated or forged hint
  * costs at most one store call, never safety: polling goes on underneath.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface WakeUps {
@@ -325,7 +325,7 @@ export interface WakeUps {
  * term that started it, and when it was started and completed on the
  * database clock.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SlotRecord {
@@ -342,7 +342,7 @@ export interface SlotRecord {
 /**
  * What a claim found.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SlotClaim {
@@ -362,7 +362,7 @@ export interface SlotClaim {
  * nothing. That is what keeps a deposed leader's late claim or completion
  * from counting.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SlotStore {

@@ -11,7 +11,7 @@ export * as ElectorError from "./ElectorError.js"
  */
 export * as Health from "./Health.js"
 /**
- * @since 0.2.0
+ * @since 0.1.0
  */
 export * as Job from "./Job.js"
 /**

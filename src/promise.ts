@@ -160,7 +160,7 @@ export interface PromiseLogger {
 /**
  * A leader-only scheduled job for Promise callers.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  * @example
  * ```ts
@@ -537,7 +537,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
  * `close()` tears it down (the pool a `layerFromUrl` store owns is ended)
  * once the electors using it have stopped.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SharedStore extends StoreShape {
@@ -552,7 +552,7 @@ export interface SharedStore extends StoreShape {
  * Size the pool for every election sharing it: see "Many elections in one
  * process" in the README.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  * @example
  * ```ts

@@ -3,7 +3,7 @@
  * `MysqlStore` (each re-exports them). Both are retryable: the stores
  * classify them so.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
@@ -39,7 +39,7 @@ export class OperationTimeout extends Data.TaggedError("OperationTimeout")<{
  * calls were already waiting (twice the pool's size). Retryable: it is
  * skipped, not failed.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  * @example
  * ```ts
