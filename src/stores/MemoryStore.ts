@@ -42,6 +42,9 @@ export interface DatabaseClock {
 }
 
 /**
+ * What `makeClock` takes: the simulated database clock's offset from the
+ * local one and its rate.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -89,6 +92,8 @@ export const makeClock = (options: DatabaseClockOptions = {}): Effect.Effect<Dat
   })
 
 /**
+ * What `make` and `layer` take: the store's database clock.
+ *
  * @since 0.1.0
  * @category models
  */
