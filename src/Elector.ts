@@ -247,6 +247,9 @@ export interface Status {
 }
 
 /**
+ * One participant, as `make` builds it and the `Elector` service holds it:
+ * run it, read its status and its changes, wait for its leadership, resign.
+ *
  * @since 0.1.0
  * @category models
  */

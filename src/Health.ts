@@ -38,12 +38,18 @@ import { duration, formatDuration } from "./internal/config/limits.js"
 import { isFatal } from "./Store.js"
 
 /**
+ * What a check found: `leader` and `follower` are healthy; `unhealthy` is a
+ * participant that can no longer take part.
+ *
  * @since 0.1.0
  * @category models
  */
 export type State = "leader" | "follower" | "unhealthy"
 
 /**
+ * What `make` takes: when a participant counts as unhealthy, and whether a
+ * follower answers 503.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -80,6 +86,9 @@ export interface Report {
 }
 
 /**
+ * A health check as `make` builds it: `check` evaluates the elector's
+health now.
+ *
  * @since 0.1.0
  * @category models
  */

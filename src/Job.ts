@@ -81,6 +81,9 @@ export interface Slot {
 }
 
 /**
+ * A job's options besides its name, schedule and effect: how its slots are
+ * delivered.
+ *
  * @since 0.1.0
  * @category models
  */

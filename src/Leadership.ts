@@ -15,6 +15,9 @@ import type * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 
 /**
+ * What the `Leadership` service gives the work of a term: its election,
+ * identity, fence and scope, and `isLeader` re-checked against its deadline.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -43,6 +46,8 @@ export interface LeadershipShape {
 }
 
 /**
+ * The current term, in the context of the work `Elector.whileLeader` runs.
+ *
  * @since 0.1.0
  * @category tags
  * @example

@@ -11,6 +11,8 @@
 import * as Duration from "effect/Duration"
 
 /**
+ * One election's record, every instant as the database reported it.
+ *
  * @since 0.1.0
  * @category models
  * @example

@@ -167,6 +167,8 @@ export const isRetryable = (u: unknown): u is StoreError => isStoreError(u) && u
 export const isFatal = (u: unknown): u is StoreError => isStoreError(u) && !u.retryable
 
 /**
+ * Whether `u` is a `StoreError`.
+ *
  * @since 0.1.0
  * @category refinements
  */

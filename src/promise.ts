@@ -37,6 +37,9 @@ import * as Metrics from "./Metrics.js"
 import { Store, type StoreShape } from "./Store.js"
 
 /**
+ * What `createElector` takes: every `ElectorConfig` field, the store, and
+ * the callbacks and jobs in their Promise form.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -254,6 +257,9 @@ export interface PromiseStatus {
 }
 
 /**
+ * An elector for code that does not use Effect, as `createElector` returns
+ * it: start and stop it, read its state, hand leadership over.
+ *
  * @since 0.1.0
  * @category models
  */

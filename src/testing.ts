@@ -12,16 +12,22 @@
  */
 
 /**
+ * A store wrapper that misbehaves on demand, per operation.
+ *
  * @since 0.1.0
  */
 export * as FaultyStore from "./testing/FaultyStore.js"
 
 /**
+ * Fleets of real electors running your leader work on virtual time, under generated faults.
+ *
  * @since 0.1.0
  */
 export * as Simulation from "./testing/Simulation.js"
 
 /**
+ * The acceptance suite every store runs, for a store of your own.
+ *
  * @since 0.1.0
  */
 export * as StoreSuite from "./testing/StoreSuite.js"
