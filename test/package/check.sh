@@ -189,10 +189,11 @@ one_effect() { # DIR LABEL: exactly one copy of effect
 step "consumer on the latest effect: README blocks under nodenext and bundler"
 LATEST="$WORK/latest"
 consumer "$LATEST"
-# Every README install line, then what the examples import besides:
-# @effect/platform-node at its effect 3 line (its latest release, 4.x, is effect 4's).
-readme_install "$LATEST" core PostgreSQL MySQL/MariaDB testing
-(cd "$LATEST" && install @effect/platform-node@0.108 @types/ws @types/node@20)
+# Every README install line (the Node runtime's: @effect/platform-node at its
+# effect 3 line, whose latest release is effect 4's), then the types the
+# examples need besides.
+readme_install "$LATEST" core PostgreSQL MySQL/MariaDB "Node runtime" testing
+(cd "$LATEST" && install @types/ws @types/node@20)
 # "DOM" and @types/ws: the indexes of @effect/platform and @effect/platform-node,
 # which the HealthHttpApp example imports, reach declarations (KeyValueStore,
 # Transferable, @effect/rpc's RpcClient, NodeSocketServer) that name DOM types
@@ -275,8 +276,8 @@ block=$(awk -F'\t' 'tolower($3) ~ /mysql/ && tolower($3) ~ /quick start/ { print
 if [ -z "$block" ]; then fail "no MySQL quick start block in README.md"; else
   cp "$WORK/blocks/$block.ts" "$MYONLY/src/"
   # The quick start runs on @effect/platform-node's NodeRuntime.
-  readme_install "$MYONLY" core
-  (cd "$MYONLY" && install mysql2 @effect/platform-node@0.108 @types/node@20)
+  readme_install "$MYONLY" core "Node runtime"
+  (cd "$MYONLY" && install mysql2 @types/node@20)
   # skipLibCheck true: MysqlStore's declarations name @effect/sql-mysql2's
   # MysqlClient type (the client `make` and `layer` take from context), which
   # an app checking libraries (skipLibCheck false) installs for its types.
