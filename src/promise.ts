@@ -153,10 +153,15 @@ export interface PromiseLogFields {
  * ```
  */
 export interface PromiseLogger {
+  /** DEBUG and TRACE records. */
   debug(fields: PromiseLogFields, message: string): unknown
+  /** INFO records: a term started or ended, a new leader observed. */
   info(fields: PromiseLogFields, message: string): unknown
+  /** WARNING records: a store call that failed and will be tried again, a lease lost. */
   warn(fields: PromiseLogFields, message: string): unknown
+  /** ERROR records: fatal store errors, a callback or a term's work that failed. */
   error(fields: PromiseLogFields, message: string): unknown
+  /** FATAL records, where the logger has the method; `error` takes them otherwise. */
   fatal?(fields: PromiseLogFields, message: string): unknown
 }
 
