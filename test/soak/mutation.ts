@@ -29,14 +29,14 @@ interface Mutant {
 const mutants: ReadonlyArray<Mutant> = [
   {
     name: "isLeader without the deadline re-check",
-    file: "internal/published.js",
+    file: "internal/election/published.js",
     from: "term !== undefined && now < term.deadline ? term : undefined",
     to: "term",
     scenario: "frozen leader"
   },
   {
     name: "watchdog disabled",
-    file: "internal/watchdog.js",
+    file: "internal/election/watchdog.js",
     // The alarm goes off and finds the deadline passed, but ends nothing.
     from: `Deferred.unsafeDone(stop, Exit.succeed("expired"))`,
     to: "undefined",
