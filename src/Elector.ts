@@ -33,6 +33,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AlreadyRunning, DuplicateIdentity, IdentityError, InvalidConfig, LastError } from "./ElectorError.js"
 import * as config from "./internal/config/config.js"
+import * as timingPresets from "./internal/config/timing.js"
 import * as job from "./internal/election/job.js"
 import * as internal from "./internal/election/make.js"
 import * as statusJson from "./internal/metrics/status.js"
@@ -59,6 +60,10 @@ import type { Candidacy, Store, StoreError, StoreShape } from "./Store.js"
  * | `versionPolicy` | `"newer"` |
  * | `preemptAfter` | 2 × leaseDuration |
  * | `failFast` | false |
+ *
+ * Durations are `Duration`s or what `Duration.decode` reads: a number is
+ * milliseconds (`15` is 15 ms; write `"15 seconds"`). {@link timing} holds
+ * named sets of the timing fields.
  *
  * Limits, checked by `validate`, `make` and `layer` (an `InvalidConfig`
  * naming the field): `name` and `identity` at most 1020 bytes of UTF-8, no
@@ -332,8 +337,10 @@ export class Elector extends Context.Tag("effect-leaderelection/Elector")<Electo
  *   safetyMargin: "1 second"
  * }).pipe(Effect.flip, Effect.runSync)
  * console.log(refused.message)
- * // invalid config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s)
- * // but only leaseDuration-safetyMargin (9s) is available
+ * // invalid config: renewInterval: renewInterval 5s + 2 × operationTimeout 3s + retryDelay 1.25s = 12.25s
+ * // must fit in leaseDuration 10s - safetyMargin 1s = 9s, so that a leader can lose one renewal and retry it
+ * // before it steps down; any one of these fits: { renewInterval: "2400 millis" },
+ * // { operationTimeout: "1300 millis" }, { leaseDuration: "14 seconds" }
  * ```
  */
 export const validate: (config: ElectorConfig) => Effect.Effect<ResolvedConfig, InvalidConfig | IdentityError> =
@@ -669,3 +676,54 @@ export const StatusFromJson: Schema.Schema<DecodedStatus, StatusJson> = statusJs
  * ```
  */
 export const statusToJson: (status: Status) => StatusJson = statusJson.toJson
+
+/**
+ * The timing fields of an {@link ElectorConfig}, all set: what a preset of
+ * {@link timing} holds.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Timing {
+  readonly leaseDuration: Duration.Duration
+  readonly renewInterval: Duration.Duration
+  readonly retryPeriod: Duration.Duration
+  readonly operationTimeout: Duration.Duration
+  readonly safetyMargin: Duration.Duration
+}
+
+/**
+ * Named timings to spread into a config, each accepted by `validate`. A
+ * crash failover (the leader stops without releasing) waits out the rest of
+ * its lease, at most `leaseDuration`; a leader that cannot reach the
+ * database steps down within `leaseDuration - safetyMargin` of its last
+ * renewal.
+ *
+ * | preset | leaseDuration | renewInterval | retryPeriod | operationTimeout | safetyMargin |
+ * | --- | --- | --- | --- | --- | --- |
+ * | `fast` | 5 s | 1 s | 1 s | 1 s | 1 s |
+ * | `default` (the defaults) | 15 s | 5 s | 3 s | 3 s | 1.5 s |
+ * | `wan` (a database far away) | 30 s | 10 s | 5 s | 5 s | 3 s |
+ *
+ * `fast` asks for a renewal a second from every leader and a poll a second
+ * from every follower: for a database close by that answers well within
+ * `operationTimeout`. docs/operations.md has the measured failover of each,
+ * and client-go's settings translated.
+ *
+ * @since 0.1.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { Elector, MemoryStore } from "effect-leaderelection"
+ *
+ * const ElectorLive = Elector.layer({ name: "jobs", ...Elector.timing.fast }).pipe(
+ *   Layer.provide(MemoryStore.layer())
+ * )
+ * ```
+ */
+export const timing: {
+  readonly fast: Timing
+  readonly default: Timing
+  readonly wan: Timing
+} = timingPresets.presets

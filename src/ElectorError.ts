@@ -13,8 +13,11 @@ import type { LeaseLost, StoreError } from "./Store.js"
  * elector config, a store option or URL, or a name, identity or payload
  * outside the limits of `Lease` (`maxNameBytes`, `maxIdentityBytes`,
  * `maxPayloadBytes`, `minDuration`, `maxDuration`, `minRetryPeriod`). `field`
- * names what the caller set, `reason` says what is wrong with it, numbers
- * included. The elector and every store use this one error.
+ * names the field to change, `reason` says what is wrong, numbers included,
+ * and for timing fields that do not fit together, values that would (each
+ * `{ field: "value" }` proposed is accepted as it is; numbers are
+ * milliseconds, and a number under a second is pointed out). The elector
+ * and every store use this one error.
  *
  * @since 0.1.0
  * @category errors

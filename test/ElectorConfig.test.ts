@@ -66,7 +66,7 @@ describe("Elector config", () => {
     expect(Duration.toMillis(config.retryDelay)).toBe(50)
   })
 
-  it("refuses a config that cannot survive one lost renewal, showing the numbers", () => {
+  it("refuses a config that cannot survive one lost renewal, showing the numbers and what fits", () => {
     const error = refuse({
       name: "too-tight",
       identity: "a",
@@ -78,8 +78,76 @@ describe("Elector config", () => {
     })
     expect(error).toMatchObject({ _tag: "InvalidConfig", field: "renewInterval" })
     expect(error.message).toBe(
-      "invalid config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available"
+      "invalid config: renewInterval: renewInterval 5s + 2 × operationTimeout 3s + retryDelay 1.25s = 12.25s must fit in leaseDuration 10s - safetyMargin 1s = 9s, so that a leader can lose one renewal and retry it before it steps down; any one of these fits: " +
+        `{ renewInterval: "2400 millis" }, { operationTimeout: "1300 millis" }, { leaseDuration: "14 seconds" }`
     )
+  })
+
+  // A client-go user's settings, in its seconds, and a natural short lease.
+  it.each(
+    [
+      [
+        { leaseDuration: 15 },
+        "leaseDuration",
+        `numbers are milliseconds (leaseDuration 15 is 15ms): did you mean "15 seconds"?`
+      ],
+      [
+        { leaseDuration: "15 seconds", renewInterval: "10 seconds" },
+        "renewInterval",
+        "renewInterval 10s + 2 × operationTimeout 3s (the default) + retryDelay 2.5s = 18.5s must fit in leaseDuration 15s - safetyMargin 1.5s (the default) = 13.5s, so that a leader can lose one renewal and retry it before it steps down; any one of these fits: " +
+        `{ renewInterval: "6 seconds" }, { operationTimeout: "500 millis" }, { leaseDuration: "21 seconds" }`
+      ],
+      [
+        { leaseDuration: "6 seconds", renewInterval: "2 seconds" },
+        "operationTimeout",
+        "renewInterval 2s + 2 × operationTimeout 3s (the default) + retryDelay 0.5s = 8.5s must fit in leaseDuration 6s - safetyMargin 1s (the default) = 5s, so that a leader can lose one renewal and retry it before it steps down; any one of these fits: " +
+        `{ operationTimeout: "1200 millis" }, { leaseDuration: "9500 millis" }`
+      ],
+      [
+        { leaseDuration: 15, renewInterval: 10, retryPeriod: 2 },
+        "leaseDuration",
+        "numbers are milliseconds (leaseDuration 15 is 15ms, renewInterval 10 is 10ms, retryPeriod 2 is 2ms), and as seconds this is refused too: " +
+        "renewInterval 10s + 2 × operationTimeout 3s (the default) + retryDelay 2.5s = 18.5s must fit in leaseDuration 15s - safetyMargin 1.5s (the default) = 13.5s, so that a leader can lose one renewal and retry it before it steps down; any one of these fits: " +
+        `{ leaseDuration: "15 seconds", renewInterval: "6 seconds", retryPeriod: "2 seconds" }, ` +
+        `{ leaseDuration: "15 seconds", renewInterval: "10 seconds", retryPeriod: "2 seconds", operationTimeout: "500 millis" }, ` +
+        `{ leaseDuration: "21 seconds", renewInterval: "10 seconds", retryPeriod: "2 seconds" }`
+      ],
+      [
+        { leaseDuration: 15, renewInterval: 5 },
+        "leaseDuration",
+        `numbers are milliseconds (leaseDuration 15 is 15ms, renewInterval 5 is 5ms): did you mean { leaseDuration: "15 seconds", renewInterval: "5 seconds" }?`
+      ],
+      [
+        { leaseDuration: "5 seconds" },
+        "renewInterval",
+        "renewInterval 5s (the default) + 2 × operationTimeout 3s (the default) + retryDelay 1.25s = 12.25s must fit in leaseDuration 5s - safetyMargin 1s (the default) = 4s, so that a leader can lose one renewal and retry it before it steps down; any one of these fits: " +
+        `{ renewInterval: "1200 millis", operationTimeout: "1200 millis" }, { leaseDuration: "14 seconds" }`
+      ],
+      [
+        {
+          leaseDuration: "2 seconds",
+          renewInterval: "1 second",
+          operationTimeout: "20 days",
+          safetyMargin: "1 second"
+        },
+        "leaseDuration",
+        "renewInterval 1s + 2 × operationTimeout 1728000s + retryDelay 0.25s = 3456001.25s must fit in leaseDuration 2s - safetyMargin 1s = 1s, so that a leader can lose one renewal and retry it before it steps down; any one of these fits: " +
+        `{ leaseDuration: "15 seconds", renewInterval: "5 seconds", operationTimeout: "3 seconds", safetyMargin: "1500 millis" }`
+      ]
+    ] as const
+  )("names the field to change and values that fit: %j", (timing, field, reason) => {
+    const error = refuse({ name: "jobs", ...timing } as Elector.ElectorConfig)
+    expect(error).toMatchObject({ _tag: "InvalidConfig", field, reason })
+  })
+
+  it("offers presets that are accepted as they are", () => {
+    for (const preset of [Elector.timing.fast, Elector.timing.default, Elector.timing.wan]) {
+      expect(Either.isRight(Effect.runSync(Effect.either(Elector.validate({ name: "jobs", ...preset }))))).toBe(true)
+    }
+    // The default preset is the defaults.
+    const resolved = Effect.runSync(Elector.validate({ name: "jobs", identity: "a" }))
+    const preset = Effect.runSync(Elector.validate({ name: "jobs", identity: "a", ...Elector.timing.default }))
+    expect(preset).toEqual(resolved)
   })
 
   it("accepts a config exactly on the invariant's boundary", () => {
@@ -106,7 +174,11 @@ describe("Elector config", () => {
     [{ name: "jobs", retryPeriod: "0 seconds" }, "retryPeriod", `must be positive, got "0 seconds"`],
     [{ name: "jobs", retryPeriod: Duration.zero }, "retryPeriod", "must be positive, got 0s"],
     [{ name: "jobs", operationTimeout: Duration.infinity }, "operationTimeout", "must be finite"],
-    [{ name: "jobs", safetyMargin: "15 seconds" }, "safetyMargin", "must be shorter than leaseDuration (15s), got 15s"],
+    [
+      { name: "jobs", safetyMargin: "15 seconds" },
+      "safetyMargin",
+      `safetyMargin 15s must be shorter than leaseDuration 15s (the default); any one of these fits: { safetyMargin: "2700 millis" }, { leaseDuration: "28 seconds" }`
+    ],
     // Plain JavaScript passes anything.
     [{ name: "jobs", payload: "10.0.0.7" }, "payload", "must be a Uint8Array or null, got a string"],
     [{ name: "jobs", payload: [1, 2] }, "payload", "must be a Uint8Array or null, got an array"],
@@ -142,28 +214,29 @@ describe("Elector config", () => {
       "must be at most 2147483647ms (about 24.8 days, the longest timer Node.js can set), got 2147483648"
     ],
     [{ name: "jobs", operationTimeout: Duration.micros(500n) }, "operationTimeout", "must be at least 1ms, got 0.5ms"],
-    [{ name: "jobs", retryPeriod: 1 }, "retryPeriod", "must be at least 2ms, got 1"],
+    [
+      { name: "jobs", retryPeriod: 1 },
+      "retryPeriod",
+      `must be at least 2ms, got 1; numbers are milliseconds: did you mean "1 second"?`
+    ],
     [{ name: "jobs", retryPeriod: "1999 micros" }, "retryPeriod", `must be at least 2ms, got "1999 micros"`],
-    // The field named is the one the caller set, not a default.
+    // The field named is one to change, with values that fit.
     [
       { name: "jobs", leaseDuration: "500 millis" },
       "leaseDuration",
-      "must be longer than the default safetyMargin (leaseDuration/10, at least 1s), got 0.5s; set a shorter safetyMargin for a shorter lease"
-    ],
-    [
-      { name: "jobs", leaseDuration: "5 seconds" },
-      "leaseDuration",
-      "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (4s) is available"
+      `safetyMargin 1s (the default) must be shorter than leaseDuration 0.5s; any one of these fits: { leaseDuration: "14 seconds" }`
     ],
     [
       { name: "jobs", operationTimeout: "6 seconds" },
-      "operationTimeout",
-      "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (18.25s) but only leaseDuration-safetyMargin (13.5s) is available"
+      "renewInterval",
+      "renewInterval 5s (the default) + 2 × operationTimeout 6s + retryDelay 1.25s = 18.25s must fit in leaseDuration 15s (the default) - safetyMargin 1.5s (the default) = 13.5s, so that a leader can lose one renewal and retry it before it steps down; any one of these fits: " +
+      `{ renewInterval: "1200 millis" }, { operationTimeout: "3600 millis" }, { leaseDuration: "21 seconds" }`
     ],
     [
       { name: "jobs", safetyMargin: "5 seconds" },
-      "safetyMargin",
-      "a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (10s) is available"
+      "renewInterval",
+      "renewInterval 5s (the default) + 2 × operationTimeout 3s (the default) + retryDelay 1.25s = 12.25s must fit in leaseDuration 15s (the default) - safetyMargin 5s = 10s, so that a leader can lose one renewal and retry it before it steps down; any one of these fits: " +
+      `{ renewInterval: "3200 millis" }, { operationTimeout: "1800 millis" }, { leaseDuration: "18 seconds" }, { safetyMargin: "2700 millis" }`
     ]
   ] as const).map(([config, field, reason]) => [field, reason, config] as const))(
     "refuses %s: %s",

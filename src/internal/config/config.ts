@@ -6,18 +6,8 @@ import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import type { ElectorConfig, ResolvedConfig } from "../../Elector.js"
 import { IdentityError, InvalidConfig } from "../../ElectorError.js"
-import * as Lease from "../../Lease.js"
-import { defaultSafetyMargin, retryDelay } from "../election/timing.js"
 import * as limits from "./limits.js"
-import { formatDuration } from "./limits.js"
-
-/** @internal */
-export const defaults = {
-  leaseDuration: Duration.seconds(15),
-  renewInterval: Duration.seconds(5),
-  retryPeriod: Duration.seconds(3),
-  operationTimeout: Duration.seconds(3)
-} as const
+import * as timing from "./timing.js"
 
 /** @internal */
 export { formatDuration } from "./limits.js"
@@ -34,11 +24,6 @@ export const generateIdentity: Effect.Effect<string, IdentityError> = Effect.try
 })
 
 type DurationField =
-  | "leaseDuration"
-  | "renewInterval"
-  | "retryPeriod"
-  | "operationTimeout"
-  | "safetyMargin"
   | "workFailureBackoff"
   | "resignHoldOff"
   | "preemptAfter"
@@ -72,10 +57,10 @@ const shared = (duration: Duration.Duration): Duration.Duration => {
 }
 
 /**
- * Fills in defaults and refuses, naming the field the caller set: any field
+ * Fills in defaults and refuses, naming the field to change: any field
  * of the wrong type, anything outside the limits of `Lease`, and any
  * configuration that leaves a leader no room to lose one renewal outright and
- * still complete a second attempt before it must step down.
+ * still complete a second attempt before it must step down (see timing.ts).
  *
  * @internal
  */
@@ -87,47 +72,14 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, In
     const name = yield* limits.name(config.name)
     const identity = config.identity === undefined ? undefined : yield* limits.identity(config.identity)
     const payload = yield* limits.payload(config.payload ?? null)
-    const duration = (field: DurationField, fallback: Duration.Duration, min?: Duration.Duration) =>
-      config[field] === undefined ? Either.right(fallback) : limits.duration(field, config[field], min)
-    const leaseDuration = yield* duration("leaseDuration", defaults.leaseDuration)
-    const renewInterval = yield* duration("renewInterval", defaults.renewInterval)
-    const retryPeriod = yield* duration("retryPeriod", defaults.retryPeriod, Lease.minRetryPeriod)
-    const operationTimeout = yield* duration("operationTimeout", defaults.operationTimeout)
-    const safetyMargin = yield* duration("safetyMargin", defaultSafetyMargin(leaseDuration))
+    const duration = (field: DurationField, fallback: Duration.Duration) =>
+      config[field] === undefined ? Either.right(fallback) : limits.duration(field, config[field])
+    const { leaseDuration, operationTimeout, renewInterval, retryDelay, retryPeriod, safetyMargin } = yield* timing
+      .resolve(config)
     yield* optional("disableRelease", config.disableRelease, Predicate.isBoolean, "a boolean")
     yield* optional("onStartedLeading", config.onStartedLeading, Predicate.isFunction, "a function")
     yield* optional("onNewLeader", config.onNewLeader, Predicate.isFunction, "a function")
     yield* optional("onStoppedLeading", config.onStoppedLeading, Effect.isEffect, "an Effect")
-    if (Duration.greaterThanOrEqualTo(safetyMargin, leaseDuration)) {
-      return yield* config.safetyMargin === undefined
-        ? new InvalidConfig({
-          field: "leaseDuration",
-          reason: `must be longer than the default safetyMargin (leaseDuration/10, at least 1s), got ${
-            formatDuration(leaseDuration)
-          }; set a shorter safetyMargin for a shorter lease`
-        })
-        : new InvalidConfig({
-          field: "safetyMargin",
-          reason: `must be shorter than leaseDuration (${formatDuration(leaseDuration)}), got ${
-            formatDuration(safetyMargin)
-          }`
-        })
-    }
-    const retry = retryDelay(renewInterval)
-    const needed = Duration.sum(Duration.sum(renewInterval, Duration.times(operationTimeout, 2)), retry)
-    const available = Duration.subtract(leaseDuration, safetyMargin)
-    if (Duration.greaterThan(needed, available)) {
-      // The defaults fit, so the caller set at least one of these.
-      const field = (["renewInterval", "leaseDuration", "operationTimeout", "safetyMargin"] as const).find((field) =>
-        config[field] !== undefined
-      )!
-      return yield* new InvalidConfig({
-        field,
-        reason: `a lost renewal needs renewInterval+2*operationTimeout+retryDelay (${
-          formatDuration(needed)
-        }) but only leaseDuration-safetyMargin (${formatDuration(available)}) is available`
-      })
-    }
     const onWorkFailure = config.onWorkFailure ?? "stepDown"
     if (onWorkFailure !== "stepDown" && onWorkFailure !== "keepLeading") {
       return yield* new InvalidConfig({
@@ -159,7 +111,7 @@ export const resolve = (config: ElectorConfig): Effect.Effect<ResolvedConfig, In
       retryPeriod: shared(retryPeriod),
       operationTimeout: shared(operationTimeout),
       safetyMargin: shared(safetyMargin),
-      retryDelay: shared(retry),
+      retryDelay: shared(retryDelay),
       disableRelease: config.disableRelease ?? false,
       onWorkFailure,
       workFailureBackoff: shared(workFailureBackoff),
