@@ -88,7 +88,7 @@ describe("createElector (Promise wrapper)", () => {
       })
     )
       .toThrow(
-        "invalid config: renewInterval: a lost renewal needs renewInterval+2*operationTimeout+retryDelay (12.25s) but only leaseDuration-safetyMargin (9s) is available"
+        `invalid config: renewInterval: renewInterval 5s + 2 × operationTimeout 3s + retryDelay 1.25s = 12.25s must fit in leaseDuration 10s - safetyMargin 1s = 9s, so that a leader can lose one renewal and retry it before it steps down; any one of these fits: { renewInterval: "2400 millis" }, { operationTimeout: "1300 millis" }, { leaseDuration: "14 seconds" }`
       )
     expect(() => createElector({ store, name: "" })).toThrow(
       expect.objectContaining({ _tag: "InvalidConfig", field: "name" })

@@ -23,6 +23,7 @@ import { type Operation, StoreError } from "../../Store.js"
 import { formatDuration } from "../config/config.js"
 import type * as Instrumentation from "../metrics/instrumentation.js"
 import * as LogFields from "../metrics/logFields.js"
+import * as Unanswered from "../metrics/unanswered.js"
 import * as Deadlines from "../runtime/deadlines.js"
 import * as Runtime from "../runtime/runtime.js"
 import { stackless } from "../runtime/stackless.js"
@@ -245,7 +246,9 @@ export class Calling extends Advising {
         this.settleReady(failsReady ? Exit.fail(error) : Exit.void)
         if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
         yield* this.instrumentation.storeFailed(error)
-        if (error.retryable) return yield* Effect.logWarning(error.message)
+        if (error.retryable) {
+          return yield* Unanswered.warn(this.store, this.state.observedAt, this.nanos(), error.message)
+        }
         yield* this.fatalFailed(error, failsReady)
       }),
       LogFields.ofError(error)
