@@ -26,13 +26,15 @@
  *   BENCH_LISTEN=1 BENCH_DB=pg npm run bench:failover  # PostgreSQL with wake-up hints (`listen`; through
  *                                             # PgBouncer, the listener takes the direct URL)
  *   BENCH_MODES=clean,resign BENCH_RUNS=30 npm run bench:failover
+ *   BENCH_TIMING=fast BENCH_DB=pg BENCH_MODES=crash npm run bench:failover  # a preset of Elector.timing
  */
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
+import * as Elector from "../src/Elector.js"
 import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
-import { ensureSchema, type FleetOptions, pgStore, startFleet, timing } from "../test/chaos/fleet.js"
+import { ensureSchema, type FleetOptions, pgStore, startFleet, timing as chaosTiming } from "../test/chaos/fleet.js"
 import { sleep } from "../test/chaos/harness/process.js"
 import { startPgBouncer } from "../test/chaos/harness/ThrowawayPgBouncer.js"
 import { startTopology } from "../test/chaos/harness/Topology.js"
@@ -43,6 +45,13 @@ const listen = process.env["BENCH_LISTEN"] === "1"
 const modes = (process.env["BENCH_MODES"] ?? "crash,clean,resign").split(",") as ReadonlyArray<
   "crash" | "clean" | "resign"
 >
+const preset = process.env["BENCH_TIMING"] as keyof typeof Elector.timing | undefined
+if (preset !== undefined && !(preset in Elector.timing)) throw new Error(`BENCH_TIMING must be fast, default or wan`)
+// The chaos suite's short lease, or a preset (its safetyMargin included).
+const timing: Partial<Elector.Timing> & typeof chaosTiming = preset === undefined ? chaosTiming : Elector.timing[preset]
+const safetyMargin = timing.safetyMargin === undefined ? "1s (default)" : Duration.format(timing.safetyMargin)
+// Long enough for a leader to be elected, or a crashed one's lease to run out.
+const waitMs = 2 * Duration.toMillis(timing.leaseDuration) + 5_000
 const participants = ["a", "b", "c"]
 // On the shared servers: a table of this benchmark's own.
 const table = "failover_bench"
@@ -148,10 +157,12 @@ const main = async (): Promise<void> => {
     const limit = lease - Duration.toMillis(timing.renewInterval) / 2 + rtt
     console.log(
       `config: ${participants.length} participants, ${where.label}, ` +
-        Object.entries(timing).map(([k, v]) => `${k} ${Duration.format(v)}`).join(", ") +
-        `, safetyMargin 1s (default); ${runs} runs each; round trip (median store call) ${rtt.toFixed(1)}ms`
+        Object.entries(timing).filter(([k]) => k !== "safetyMargin").map(([k, v]) => `${k} ${Duration.format(v)}`).join(
+          ", "
+        ) +
+        `, safetyMargin ${safetyMargin}; ${runs} runs each; round trip (median store call) ${rtt.toFixed(1)}ms`
     )
-    const fleetOptions: FleetOptions = { store: where.store }
+    const fleetOptions: FleetOptions = { store: where.store, configure: () => timing }
     for (const mode of modes) {
       const samples: Array<number> = []
       // After a crash: how long after the lease expired the successor led.
@@ -162,13 +173,13 @@ const main = async (): Promise<void> => {
           { ...fleetOptions, disableRelease: mode === "crash" }
         )
         try {
-          const leader = await fleet.leaderWithin(15_000)
+          const leader = await fleet.leaderWithin(waitMs)
           await sleep(1_000 + Math.random() * Duration.toMillis(timing.renewInterval))
           const at = performance.now()
           if (mode === "resign") await fleet.resign(leader.id)
           else await fleet.stop(leader.id)
           const expiry = mode === "crash" ? await probe.expiry(fleet.name) : undefined
-          const next = await fleet.nextTerm(at, 15_000, leader.id)
+          const next = await fleet.nextTerm(at, waitMs, leader.id)
           samples.push(next.start - at)
           if (expiry !== undefined) late.push(next.start - expiry)
         } finally {

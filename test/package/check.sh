@@ -27,6 +27,11 @@
 #     MySQL quick start;
 #   - runs a Promise app whose `logger` is pino-shaped and checks the records
 #     it receives: election, identity, fence and the error as fields;
+#   - checks that timing refusals name a field and values that are accepted
+#     (a bare-number lease, client-go's settings), and that the presets are;
+#   - starts a program while its database is down (a throwaway PostgreSQL
+#     started later): it keeps running, logs a WARN a minute per store at
+#     most, and leads once the database is up;
 # npm installs prefer the local cache (--prefer-offline).
 set -euo pipefail
 
@@ -384,6 +389,141 @@ console.log(`ok   logger: ${records.length} structured records; election, identi
 else
   fail "Promise API with a pino-shaped logger"; tail -20 "$LOGGED/records.out"
 fi
+
+step "consumer's timing refusals name the field to change and values that fit (issue 40, a)"
+REFUSALS="$WORK/refusals"
+mkdir -p "$REFUSALS/src"
+echo '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }' >"$REFUSALS/package.json"
+cat >"$REFUSALS/src/main.ts" <<'EOF'
+import { Effect, Either } from "effect"
+import { Elector } from "effect-leaderelection"
+
+const validate = (config: Elector.ElectorConfig) => Effect.runSync(Effect.either(Elector.validate(config)))
+let failures = 0
+const check = (ok: boolean, what: string) => {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}`)
+  if (!ok) failures++
+}
+/** What a refusal proposes: each `{ field: "value", ... }`, and a `did you mean "value"?` for its field. */
+const proposals = (field: string, reason: string): Array<Record<string, string>> => {
+  const listed = [...reason.matchAll(/\{ ([^}]*) \}/g)].map(([, body]) =>
+    Object.fromEntries([...body!.matchAll(/(\w+): "([^"]*)"/g)].map(([, f, value]) => [f!, value!]))
+  )
+  const meant = /did you mean "([^"]*)"\?/.exec(reason)
+  return meant === null ? listed : [...listed, { [field]: meant[1]! }]
+}
+const refusal = (label: string, config: Elector.ElectorConfig) => {
+  const result = validate(config)
+  if (Either.isRight(result) || result.left._tag !== "InvalidConfig") return check(false, `${label}: refused`)
+  const { field, message, reason } = result.left
+  console.log(`     ${message}`)
+  const found = proposals(field, reason)
+  check(found.length > 0 && field in found[0]!, `${label}: names ${field} and a value for it`)
+  for (const proposal of found) {
+    check(Either.isRight(validate({ ...config, ...proposal })), `${label}: ${JSON.stringify(proposal)} is accepted`)
+  }
+}
+// A client-go user's seconds, as bare numbers: milliseconds here.
+refusal("a bare-number lease", { name: "jobs", leaseDuration: 15 })
+// client-go's LeaseDuration and RenewDeadline, as a first reading maps them.
+refusal("client-go's 15 s / 10 s", { name: "jobs", leaseDuration: "15 seconds", renewInterval: "10 seconds" })
+refusal("client-go's, in bare numbers", { name: "jobs", leaseDuration: 15, renewInterval: 10, retryPeriod: 2 })
+refusal("a 6 s lease renewed every 2 s", { name: "jobs", leaseDuration: "6 seconds", renewInterval: "2 seconds" })
+// docs/operations.md's equivalent of client-go's defaults, and the presets.
+check(
+  Either.isRight(validate({
+    name: "jobs",
+    leaseDuration: "15 seconds",
+    renewInterval: "2 seconds",
+    retryPeriod: "2 seconds",
+    safetyMargin: "5 seconds"
+  })),
+  "client-go's defaults, translated, are accepted"
+)
+for (const [name, preset] of Object.entries(Elector.timing)) {
+  check(Either.isRight(validate({ name: "jobs", ...preset })), `Elector.timing.${name} is accepted`)
+}
+process.exitCode = failures === 0 ? 0 : 1
+EOF
+readme_install "$REFUSALS" core
+(cd "$REFUSALS" && install @types/node@20)
+tsconfig "$REFUSALS" tsconfig.json nodenext ', "exactOptionalPropertyTypes": true'
+typecheck "$REFUSALS" tsconfig.json "timing refusals, nodenext (exactOptionalPropertyTypes)"
+if out=$(cd "$REFUSALS" && timeout -k 10 30 node dist/main.js 2>&1); then echo "$out"
+else echo "$out"; fail "timing refusals do not name a field and values that fit"; fi
+
+step "consumer started with its database down: no crash loop, a WARN a minute at most, then it leads (issue 40, c)"
+# A throwaway PostgreSQL on a port chosen now and started only once the
+# program has run with nothing there for BOOT_DOWN seconds.
+BOOT="$WORK/boot"
+BOOT_DOWN=${BOOT_DOWN:-40}
+mkdir -p "$BOOT/src"
+echo '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }' >"$BOOT/package.json"
+cat >"$BOOT/src/main.ts" <<'EOF'
+import { Effect, Layer, Stream } from "effect"
+import { Elector } from "effect-leaderelection"
+import * as PgStore from "effect-leaderelection/stores/PgStore"
+
+const url = process.env.BOOT_URL!
+// One store that creates the schema (ensureSchema), and one more with ten
+// elections on it, as a process with many elections has: both started while
+// nothing answers at url.
+const withSchema = Elector.layer({ name: "boot-schema", ...Elector.timing.fast }).pipe(
+  Layer.provide(PgStore.layerFromUrl(url, { ensureSchema: true }))
+)
+const many = Effect.gen(function*() {
+  const { changes } = yield* Elector.joinAll(
+    Array.from({ length: 10 }, (_, i) => ({ name: `boot-${i}`, ...Elector.timing.fast }))
+  )
+  const led = new Set<string>()
+  yield* Stream.runForEach(changes, ({ name, status }) =>
+    Effect.sync(() => {
+      if (!status.isLeader || led.has(name)) return
+      led.add(name)
+      if (led.size === 10) console.log("all ten elections lead")
+    }))
+}).pipe(Effect.scoped, Effect.provide(PgStore.layerFromUrl(url)))
+const schema = Effect.flatMap(Elector.Elector, (elector) =>
+  Effect.flatMap(elector.leadership, (term) => Effect.log(`boot-schema leads under fence ${term.fence}`))
+).pipe(Effect.zipRight(Effect.never), Effect.provide(withSchema))
+Effect.runPromise(Effect.all([schema, many], { concurrency: "unbounded" })).catch((error) => {
+  console.error("the program stopped:", error)
+  process.exit(1)
+})
+EOF
+readme_install "$BOOT" core PostgreSQL
+(cd "$BOOT" && install @types/node@20)
+tsconfig "$BOOT" tsconfig.json nodenext ""
+typecheck "$BOOT" tsconfig.json "database down at boot, nodenext"
+BOOT_BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+BOOT_PORT=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })')
+BOOT_PG="$WORK/boot-pg"
+# initdb refuses to run as root: the server runs as postgres then.
+boot_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+mkdir -p "$BOOT_PG" && { [ "$(id -u)" != 0 ] || { chmod 711 "$WORK" && chown postgres "$BOOT_PG"; }; }
+(cd "$BOOT" && BOOT_URL="postgres://postgres@127.0.0.1:$BOOT_PORT/postgres" exec node dist/main.js) >"$BOOT/out" 2>&1 &
+boot_pid=$!
+sleep "$BOOT_DOWN"
+# Log lines at WARN or above while nothing answered: one per store at most in
+# under a minute (without the limit, one per poll of each of eleven elections).
+down_lines=$(grep -cE "level=(WARN|ERROR|FATAL)" "$BOOT/out" || true)
+if kill -0 "$boot_pid" 2>/dev/null; then echo "ok   still running after ${BOOT_DOWN} s with its database down"
+else fail "the program exited while its database was down"; tail -20 "$BOOT/out"; fi
+if [ "$down_lines" -le 2 ]; then echo "ok   ${down_lines} WARN/ERROR line(s) in ${BOOT_DOWN} s with its database down, two stores"
+else fail "${down_lines} WARN/ERROR lines in ${BOOT_DOWN} s with its database down"; grep -E "level=(WARN|ERROR)" "$BOOT/out" | head -20; fi
+if boot_pg "$BOOT_BIN/initdb" -D "$BOOT_PG/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$WORK/boot-initdb.log" 2>&1 \
+  && boot_pg "$BOOT_BIN/pg_ctl" -D "$BOOT_PG/data" -l "$BOOT_PG/log" -w \
+    -o "-p $BOOT_PORT -k $BOOT_PG -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null; then
+  waited=0
+  until grep -q "all ten elections lead" "$BOOT/out" && grep -q "boot-schema leads" "$BOOT/out" \
+    || [ "$waited" -ge 60 ]; do sleep 1; waited=$((waited + 1)); done
+  if grep -q "all ten elections lead" "$BOOT/out" && grep -q "boot-schema leads" "$BOOT/out"; then
+    echo "ok   led ${waited} s after its database came up"
+  else fail "never led within 60 s of its database coming up"; tail -20 "$BOOT/out"; fi
+else fail "could not start a throwaway PostgreSQL with $BOOT_BIN"; cat "$WORK/boot-initdb.log"; fi
+kill -TERM "$boot_pid" 2>/dev/null || true
+wait "$boot_pid" 2>/dev/null || true
+boot_pg "$BOOT_BIN/pg_ctl" -D "$BOOT_PG/data" -m immediate stop >/dev/null 2>&1 || true
 
 step "the CLI package, built against the packed library, run through npx"
 CLISRC="$WORK/cli-src"
