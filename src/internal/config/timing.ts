@@ -10,6 +10,7 @@
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
+import type { ResolvedConfig } from "../../Elector.js"
 import { InvalidConfig } from "../../ElectorError.js"
 import * as Lease from "../../Lease.js"
 import { defaultSafetyMargin, retryDelay } from "../election/timing.js"
@@ -25,14 +26,10 @@ export type Field = typeof fields[number]
 export type Input = { readonly [K in Field]?: unknown }
 
 /** The timing fields resolved, with the retry delay they imply. */
-export interface Timing {
-  readonly leaseDuration: Duration.Duration
-  readonly renewInterval: Duration.Duration
-  readonly retryPeriod: Duration.Duration
-  readonly operationTimeout: Duration.Duration
-  readonly safetyMargin: Duration.Duration
-  readonly retryDelay: Duration.Duration
-}
+export type Timing = Pick<
+  ResolvedConfig,
+  "leaseDuration" | "renewInterval" | "retryPeriod" | "operationTimeout" | "safetyMargin" | "retryDelay"
+>
 
 /** @internal */
 export const defaults = {
