@@ -137,8 +137,9 @@ const fixing = (base: Input, field: Field, bound: number, up: boolean, alike?: F
  * The single fields whose change would fit, with their values, in the order
  * they are worth trying (`first` first): those that keep the failover time
  * and the margin before those that lengthen the one or shorten the other.
- * The margin is proposed only when the caller set it. Failing all, the
- * defaults, which fit.
+ * The margin is proposed only when the caller set it. Before them, for a
+ * lease set too short for the default renewInterval and operationTimeout,
+ * both sized to it. Failing all, the defaults, which fit.
  */
 const fixes = (base: Input, t: Timing, first?: Field): ReadonlyArray<Fix> => {
   const ms = Duration.toMillis
