@@ -287,6 +287,10 @@ export interface StoreShape {
    * wraps another's calls in ways that may break it (delays, retries) must
    * not: it leaves the field out, or sets it to `undefined`.
    *
+   * Either way, each call an elector makes sees a {@link CallContext}: who is
+   * calling, which a store that keeps this promise can use to give control
+   * back without a canceller of its own.
+   *
    * @since 0.1.0
    */
   readonly answersWithin?: Duration.Duration | undefined
@@ -302,6 +306,84 @@ export interface StoreShape {
    */
   readonly wakeUps?: WakeUps | undefined
 }
+
+/**
+ * What an elector tells a store about one of its calls, as the
+ * {@link CallContext} service of the call's effect, for that call only. A
+ * store may read it (`Effect.serviceOption(Store.CallContext)`), never
+ * needs to: a call made outside an elector has none. The SQL stores read it
+ * to admit calls under load.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallContextShape {
+  /**
+   * No call of this participant has been answered yet: it is joining the
+   * election. A store that sheds polls when overloaded should not shed a
+   * joiner's: a participant that starts with the fleet would wait a whole
+   * retry period more, its election maybe leaderless meanwhile, while
+   * others that happened to get in first lead theirs. The elector decides
+   * it from its own state, once per call.
+   */
+  readonly joining: boolean
+  /**
+   * The loop making the call, when it runs the call on its own fiber (the
+   * store keeps its {@link StoreShape.answersWithin} promise) and ends the
+   * call itself when it stops waiting: a store may then hand it the call in
+   * flight (`caller.calling(call)`, `caller.done(call)` once it ended)
+   * instead of giving Effect a canceller for it, which costs every call an
+   * uninterruptible region that outlives it. `undefined` for a call that
+   * must keep its canceller.
+   */
+  readonly caller: Caller | undefined
+}
+
+/**
+ * A loop of an elector that makes store calls one after another (see
+ * {@link CallContextShape.caller}). It waits for one call at a time: a call
+ * handed over while another is recorded abandons that one (its caller gave
+ * up on it), as does the loop when it stops.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Caller {
+  /** Records `call` as the one in flight. */
+  readonly calling: (call: InFlight) => void
+  /** `call` has its answer, or was abandoned. */
+  readonly done: (call: InFlight) => void
+}
+
+/**
+ * A store call in flight, as its caller holds it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface InFlight {
+  /** The caller stopped waiting for it: what its canceller would have done. It must return at once. */
+  readonly abandon: () => void
+}
+
+/**
+ * The context of a store call an elector makes (see {@link CallContextShape}).
+ *
+ * @since 0.1.0
+ * @category tags
+ * @example
+ * ```ts
+ * import { Effect, Option } from "effect"
+ * import { Store } from "effect-leaderelection"
+ *
+ * // In a store of your own: whether the participant calling is joining.
+ * const joining = Effect.map(Effect.serviceOption(Store.CallContext), Option.exists((call) => call.joining))
+ * ```
+ */
+export class CallContext extends Context.Tag("effect-leaderelection/Store/CallContext")<
+  CallContext,
+  CallContextShape
+>() {}
 
 /**
  * Wake-up hints for the followers of one election (see

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Exit, Fiber, TestClock } from "effect"
 import * as Caller from "../src/internal/runtime/caller.js"
+import * as Store from "../src/Store.js"
 import type { Operation } from "../src/Store.js"
 import * as Gate from "../src/stores/internal/call.js"
 import * as Admission from "../src/stores/internal/gate.js"
@@ -238,15 +239,19 @@ describe("Admission.enter", () => {
   })
 })
 
-describe("Gate.use on a caller's fiber (internal/runtime/caller.ts)", () => {
+/** `effect` as a call of `caller`, in its context (`Store.CallContext`), a joiner's if `joining`. */
+const as = <A, E>(caller: Caller.Caller | undefined, effect: Effect.Effect<A, E>, joining = false) =>
+  Effect.provideService(effect, Store.CallContext, { joining, caller })
+
+describe("Gate.use with a caller in the call's context (internal/runtime/caller.ts)", () => {
   it.effect("hands Effect no canceller: the caller's stop withdraws a queued call and gives a running one its grace", () =>
     Effect.gen(function*() {
       const { call, fake } = setup(1, false)
       const running = new Caller.Caller()
       const queued = new Caller.Caller()
-      const first = yield* Effect.fork(Caller.run(running, call("renew", "first")))
+      const first = yield* Effect.fork(as(running, call("renew", "first")))
       yield* Effect.yieldNow()
-      const second = yield* Effect.fork(Caller.run(queued, call("inspect", "second")))
+      const second = yield* Effect.fork(as(queued, call("inspect", "second")))
       yield* Effect.yieldNow()
       // Interrupted, each returns at once; the calls are the callers' to end.
       yield* Fiber.interrupt(second)
@@ -263,30 +268,32 @@ describe("Gate.use on a caller's fiber (internal/runtime/caller.ts)", () => {
       expect(fake.requests).toEqual(["first"])
     }))
 
-  it.effect("a caller's polls are not shed until one of them is answered; then they are", () =>
+  it.effect("a joiner's poll, as its context says, is not shed; a joined caller's is, and the gate writes no context", () =>
     Effect.gen(function*() {
       const { call, fake } = setup(1, false)
-      const joiner = new Caller.Caller()
+      const caller = new Caller.Caller()
+      const context = { joining: true, caller }
       // The slot is busy and two polls wait: the queue is full.
       const busy = yield* Effect.fork(call("renew", "busy"))
       const waiting = yield* Effect.forEach(["w1", "w2"], (r) => Effect.fork(call("inspect", r)))
       yield* Effect.yieldNow()
       expect(yield* Effect.flip(call("inspect", "routine"))).toBeInstanceOf(Saturated)
-      const first = yield* Effect.fork(Caller.run(joiner, call("inspect", "joining")))
+      const first = yield* Effect.fork(Effect.provideService(call("inspect", "joining"), Store.CallContext, context))
       yield* Effect.yieldNow()
       for (const r of ["busy", "w1", "w2", "joining"]) fake.answer(`${r}'s`)
       expect(yield* Fiber.join(first)).toBe("joining's")
       yield* Fiber.join(busy)
       yield* Effect.forEach(waiting, Fiber.join)
-      expect(joiner.joining).toBe(false)
-      // Answered once, the same caller's polls are shed as any other's.
+      // Answered, the call left its context as it was: joining is the caller's to decide.
+      expect(context.joining).toBe(true)
+      // Joined, the same caller's polls are shed as any other's.
       const again = yield* Effect.forEach(["busy", "w1", "w2"], (r) => Effect.fork(call("inspect", r)))
       yield* Effect.yieldNow()
-      expect(yield* Effect.flip(Caller.run(joiner, call("inspect", "joined")))).toBeInstanceOf(Saturated)
+      expect(yield* Effect.flip(as(caller, call("inspect", "joined"), false))).toBeInstanceOf(Saturated)
       for (const r of ["busy", "w1", "w2"]) fake.answer(`${r}'s`)
       yield* Effect.forEach(again, Fiber.join)
       expect(fake.requests).toEqual(["busy", "w1", "w2", "joining", "busy", "w1", "w2"])
-      joiner.stop()
+      caller.stop()
     }))
 
   it.effect("a burst of joiners the pool cannot answer in time: the newest is answered, the stale ones time out unsent", () =>
@@ -294,7 +301,7 @@ describe("Gate.use on a caller's fiber (internal/runtime/caller.ts)", () => {
       const { call, fake } = setup(1, false)
       const busy = yield* Effect.fork(call("renew", "busy"))
       const join = (request: string) =>
-        Effect.fork(Effect.either(Caller.run(new Caller.Caller(), call("inspect", request))))
+        Effect.fork(Effect.either(as(new Caller.Caller(), call("inspect", request), true)))
       const stale = yield* Effect.forEach(["j1", "j2", "j3"], join)
       yield* TestClock.adjust(Duration.millis(900))
       const fresh = yield* join("j4")
@@ -316,9 +323,9 @@ describe("Gate.use on a caller's fiber (internal/runtime/caller.ts)", () => {
   it.effect("left alone, a caller's interrupted call runs on, bounded by its deadline", () =>
     Effect.gen(function*() {
       const { call, fake } = setup(1, false)
-      const first = yield* Effect.fork(Caller.run(new Caller.Caller(), call("renew", "first")))
+      const first = yield* Effect.fork(as(new Caller.Caller(), call("renew", "first")))
       yield* Effect.yieldNow()
-      const second = yield* Effect.fork(Caller.run(new Caller.Caller(), call("inspect", "second")))
+      const second = yield* Effect.fork(as(new Caller.Caller(), call("inspect", "second")))
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(second)
       fake.answer("first's")
@@ -332,7 +339,7 @@ describe("Gate.use on a caller's fiber (internal/runtime/caller.ts)", () => {
       const { call, fake } = setup(2, false)
       const caller = new Caller.Caller()
       const loop = yield* Effect.fork(
-        Caller.run(caller, Effect.ensuring(call("renew", "one"), Effect.ignore(call("release", "two"))))
+        Effect.ensuring(as(caller, call("renew", "one")), Effect.ignore(as(caller, call("release", "two"))))
       )
       yield* Effect.yieldNow()
       yield* Fiber.interruptFork(loop)
@@ -354,18 +361,18 @@ describe("Gate.use on a caller's fiber (internal/runtime/caller.ts)", () => {
       caller.stop()
     }))
 
-  it.effect("a fiber forked inside a caller's is not it: its call keeps a canceller, and is withdrawn when interrupted", () =>
+  it.effect("a call whose context names no caller, or that has none, keeps a canceller: withdrawn when interrupted", () =>
     Effect.gen(function*() {
       const { call, fake } = setup(1, false)
-      const caller = new Caller.Caller()
       const first = yield* Effect.fork(call("renew", "first"))
       yield* Effect.yieldNow()
-      const child = yield* Caller.run(caller, Effect.fork(call("inspect", "child")))
+      const named = yield* Effect.fork(as(undefined, call("inspect", "no caller")))
+      const bare = yield* Effect.fork(call("inspect", "no context"))
       yield* Effect.yieldNow()
-      yield* Fiber.interrupt(child)
+      yield* Fiber.interrupt(named)
+      yield* Fiber.interrupt(bare)
       fake.answer("first's")
       expect(yield* Fiber.join(first)).toBe("first's")
       expect(fake.requests).toEqual(["first"])
-      caller.stop()
     }))
 })

@@ -9,6 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber } from "effect"
 import * as Deadlines from "../src/internal/runtime/deadlines.js"
 import * as Loop from "../src/internal/runtime/loop.js"
+import * as Store from "../src/Store.js"
 import type { Operation } from "../src/Store.js"
 import * as Gate from "../src/stores/internal/call.js"
 import * as Admission from "../src/stores/internal/gate.js"
@@ -31,18 +32,24 @@ const oneConnection = () => {
     grace: Duration.seconds(2),
     failure: (_operation, error) => error
   }
-  const call = (operation: Operation, request: string) => Gate.use(connections, operation, request, Effect.succeed)
-  return { call, requests, answer: () => pending.shift()?.(undefined, "answer") }
+  // A call of `loop`, named in its context as an elector's loop names it: the loop ends it when it stops.
+  const call = (loop: Loop.Handle, operation: Operation, request: string) =>
+    Effect.provideService(Gate.use(connections, operation, request, Effect.succeed), Store.CallContext, {
+      joining: false,
+      caller: loop.caller
+    })
+  const bare = (operation: Operation, request: string) => Gate.use(connections, operation, request, Effect.succeed)
+  return { bare, call, requests, answer: () => pending.shift()?.(undefined, "answer") }
 }
 
 describe("Loop", () => {
   it.effect("fork: an interrupted loop's queued call never runs", () =>
     Effect.gen(function*() {
-      const { answer, call, requests } = oneConnection()
+      const { answer, bare, call, requests } = oneConnection()
       const clock = yield* Effect.clock
-      const busy = yield* Effect.fork(call("renew", "busy"))
+      const busy = yield* Effect.fork(bare("renew", "busy"))
       yield* Effect.yieldNow()
-      const loop = yield* Loop.fork(clock, () => call("acquire", "queued"))
+      const loop = yield* Loop.fork(clock, (handle) => call(handle, "acquire", "queued"))
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(loop)
       answer()
@@ -53,15 +60,17 @@ describe("Loop", () => {
 
   it.effect("run: an interrupted loop's queued call never runs, and what follows the release runs", () =>
     Effect.gen(function*() {
-      const { answer, call, requests } = oneConnection()
+      const { answer, bare, call, requests } = oneConnection()
       const clock = yield* Effect.clock
-      const busy = yield* Effect.fork(call("renew", "busy"))
+      const busy = yield* Effect.fork(bare("renew", "busy"))
       yield* Effect.yieldNow()
       let after = false
-      const loop = yield* Effect.fork(Loop.run(clock, {}, () => call("acquire", "queued"), () =>
-        Effect.sync(() => {
-          after = true
-        })))
+      const loop = yield* Effect.fork(
+        Loop.run(clock, {}, (handle) => call(handle, "acquire", "queued"), () =>
+          Effect.sync(() => {
+            after = true
+          }))
+      )
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(loop)
       expect(after).toBe(true)
@@ -77,8 +86,8 @@ describe("Loop", () => {
       const far = clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.hours(1))
       for (
         const start of [
-          Loop.fork(clock, (waits) => waits.until(far)),
-          Effect.fork(Loop.run(clock, {}, (waits) => waits.until(far), () => Effect.void))
+          Loop.fork(clock, ({ waits }) => waits.until(far)),
+          Effect.fork(Loop.run(clock, {}, ({ waits }) => waits.until(far), () => Effect.void))
         ]
       ) {
         const loop = yield* start

@@ -2,7 +2,7 @@
  * Making an elector, for the life of a scope: its configuration resolved, its
  * (name, identity) claimed in this process, its metric series joined, its one
  * finalizer added, and its wake-up subscription. The election itself is
- * elector.ts.
+ * participant.ts.
  *
  * @internal
  */

@@ -8,19 +8,25 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Scope from "effect/Scope"
-import type { ElectorConfig, ResolvedConfig } from "../../Elector.js"
-import { AlreadyRunning, LeaseExpiredLocally } from "../../ElectorError.js"
+import type * as Stream from "effect/Stream"
+import type { ElectorConfig, ResolvedConfig, Status } from "../../Elector.js"
+import { AlreadyRunning, type LastError, LeaseExpiredLocally } from "../../ElectorError.js"
+import type { LeadershipShape } from "../../Leadership.js"
 import * as Lease from "../../Lease.js"
-import type * as Store from "../../Store.js"
+import * as Store from "../../Store.js"
 import type { Candidate, StoreError } from "../../Store.js"
 import { formatDuration } from "../config/config.js"
 import * as Instrumentation from "../metrics/instrumentation.js"
+import * as LogFields from "../metrics/logFields.js"
+import * as Unanswered from "../metrics/unanswered.js"
 import * as Deadlines from "../runtime/deadlines.js"
 import * as Loop from "../runtime/loop.js"
 import * as Runtime from "../runtime/runtime.js"
-import { Calling } from "./calls.js"
+import { Advisory } from "./advisory.js"
+import { StoreCalls } from "./calls.js"
 import { outranks, type Standing } from "./candidacy.js"
-import type { Elector, StepDown } from "./published.js"
+import { Following } from "./following.js"
+import { type Elector, type Observed, Published, type StepDown } from "./published.js"
 import * as Term from "./term.js"
 import { backoff, jittered, localDeadline, nextStep, renewalDelay } from "./timing.js"
 import * as Watchdog from "./watchdog.js"
@@ -41,44 +47,88 @@ const pollNow: Next = { step: "poll", wait: undefined }
 
 /**
  * One participant: the election, in reading order (run, follow, poll, claim,
- * lead, renew until the deadline, step down). The state, the advisory
- * callbacks and the store calls are the concerns of the classes it extends
- * (published.ts, advisory.ts, calls.ts), methods over this one object.
- * electors.ts makes it, for the life of a scope.
+ * lead, renew until the deadline, step down), then what the steps record of
+ * the store's answers (`observe`, `failed`). It owns its collaborators, each
+ * with its own state: what the elector shows of itself (published.ts), its
+ * advisory callbacks (advisory.ts), its store calls (calls.ts), and its
+ * follow loop while it runs, with the wake-up hints it takes (following.ts).
+ * make.ts makes it, for the life of a scope.
  *
  * @internal
  */
-export class Participant extends Calling implements Elector {
+export class Participant implements Elector {
+  readonly name: string
+  readonly identity: string
+  private readonly published: Published
+  private readonly advice: Advisory
+  private readonly calls: StoreCalls
+  /** The elector's log annotations. */
+  private readonly annotations: Readonly<Record<string, string>>
   /** The highest fence any term of this participant has used. */
-  ledUnder = -1n
+  private ledUnder = -1n
   /** The term that has started and not yet fully ended. */
-  active: Term.Term | undefined = undefined
+  private active: Term.Term | undefined = undefined
   /** Local monotonic nanoseconds until which this participant stays out of the election. */
-  heldOffUntil = 0n
+  private heldOffUntil = 0n
   /** Whether the last poll saw a live candidate this participant prefers to itself. */
-  outranked = false
+  private outranked = false
   // Polls and claims that failed in a row with retryable errors (shed,
   // timed out: the store is overloaded or unreachable), since the last
   // answer. A fatal error needs an operator, not fewer polls.
-  stepFailures = 0
-  // Wake-up hints (see Store.WakeUps): whether one came since the current
-  // step started, and whether the follow loop is in a wait one may cut short.
-  hinted = false
-  wakeable = false
-  /** The follow loop's waits, while it runs. */
-  following: Deadlines.Waits | undefined = undefined
+  private stepFailures = 0
+  /** The follow loop, while it runs. */
+  private following: Following | undefined = undefined
   /** The fiber running `run`, so that closing the elector's scope stops it. */
-  runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined = undefined
+  private runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined = undefined
+  // The callbacks of the configuration, not the configuration itself: it
+  // may hold objects of its own (Durations) the resolved config replaces.
+  private readonly onNewLeader: ElectorConfig["onNewLeader"]
+  private readonly onStartedLeading: ElectorConfig["onStartedLeading"]
+  private readonly onStoppedLeading: ElectorConfig["onStoppedLeading"]
 
   constructor(
     input: ElectorConfig,
-    config: ResolvedConfig,
-    store: Store.StoreShape,
-    readonly standing: Standing | undefined,
-    clock: Clock.Clock,
-    instrumentation: Instrumentation.Instrumentation
+    readonly config: ResolvedConfig,
+    readonly store: Store.StoreShape,
+    private readonly standing: Standing | undefined,
+    private readonly clock: Clock.Clock,
+    private readonly instrumentation: Instrumentation.Instrumentation
   ) {
-    super(input, config, clock, instrumentation, store)
+    this.name = config.name
+    this.identity = config.identity
+    this.annotations = { election: this.name, identity: this.identity }
+    this.published = new Published(this.identity, clock)
+    this.advice = new Advisory(clock, instrumentation, this.annotations)
+    this.calls = new StoreCalls(store, config, instrumentation, this.published)
+    this.onNewLeader = input.onNewLeader
+    this.onStartedLeading = input.onStartedLeading
+    this.onStoppedLeading = input.onStoppedLeading
+  }
+
+  // What the elector shows of itself is its published state's.
+  get isLeader(): Effect.Effect<boolean> {
+    return this.published.isLeader
+  }
+  get fence(): Effect.Effect<Option.Option<bigint>> {
+    return this.published.fence
+  }
+  get status(): Effect.Effect<Status> {
+    return this.published.status
+  }
+  get changes(): Stream.Stream<Status> {
+    return this.published.changes
+  }
+  get ready(): Effect.Effect<void, StoreError> {
+    return this.published.ready
+  }
+  get leadership(): Effect.Effect<LeadershipShape> {
+    return this.published.leadership
+  }
+  unsafeIsLeader(): boolean {
+    return this.published.unsafeIsLeader()
+  }
+  unsafeFence(): bigint | undefined {
+    return this.published.unsafeFence()
   }
 
   get run(): Effect.Effect<never, AlreadyRunning> {
@@ -89,42 +139,44 @@ export class Participant extends Calling implements Elector {
   }
 
   /** `run`: the loop on the caller's fiber, with the elector's clock and log annotations. */
-  running(): Effect.Effect<never, AlreadyRunning> {
+  private running(): Effect.Effect<never, AlreadyRunning> {
     return Effect.uninterruptibleMask((restore) =>
       Effect.withFiberRuntime<never, AlreadyRunning>((fiber) => {
         if (this.runner !== undefined) return new AlreadyRunning({ name: this.name, identity: this.identity })
         this.runner = fiber
-        this.traced = !Instrumentation.isNative(Runtime.tracerOf(fiber))
-        const loop = (waits: Deadlines.Waits) =>
+        this.calls.trace(!Instrumentation.isNative(Runtime.tracerOf(fiber)))
+        const loop = (handle: Loop.Handle) =>
           restore(
-            this.follow(waits).pipe(
+            this.follow(handle).pipe(
               // Nothing the store or user code does ends the loop; should anything
               // else, say so loudly rather than linger as a silent non-participant.
               // (Interrupting `run` from outside skips this: that is how it stops.)
               Effect.tapErrorCause((cause) =>
                 Effect.zipRight(
                   Effect.logFatal("the elector stopped", cause),
-                  Effect.sync(() => this.settleReady(Exit.failCause(cause)))
+                  Effect.sync(() => this.published.settleReady(Exit.failCause(cause)))
                 )
               )
             )
           )
         // Once the loop is released (its call in flight abandoned), the
-        // withdrawal's call gets a canceller of its own.
-        return Loop.run(this.clock, { election: this.name, identity: this.identity }, loop, () =>
-          Effect.zipRight(
+        // withdrawal's call names no caller: it gets a canceller of its own.
+        return Loop.run(this.clock, this.annotations, loop, () => {
+          this.following = undefined
+          return Effect.zipRight(
             this.withdrawal(),
             Effect.sync(() => {
               this.runner = undefined
-              this.following = undefined
             })
-          ))
+          )
+        })
       })
     )
   }
 
-  follow(waits: Deadlines.Waits): Effect.Effect<never> {
-    this.following = waits
+  private follow(loop: Loop.Handle): Effect.Effect<never> {
+    const following = this.following = new Following(loop)
+    const { waits } = loop
     return Effect.gen(this, function*() {
       let step: Step = "poll"
       while (true) {
@@ -134,24 +186,24 @@ export class Participant extends Calling implements Elector {
           yield* this.withdrawal()
           while (this.heldOffUntil > this.nanos()) yield* waits.until(this.heldOffUntil)
         }
-        this.hinted = false
+        following.stepping()
         // Claiming at a seen lease's expiry skips the look at the record:
         // not while a preferred candidate is alive, which may claim it.
         const next: Next = yield* (step === "claim" && !this.outranked ? this.claim() : this.poll())
         step = next.step
         const firm = next.firm === true
         // A hint during the step: its answer may predate the release.
-        if (!firm && this.hinted) step = "claim"
+        if (!firm && following.wasHinted()) step = "claim"
         else if (next.wait !== undefined) {
           const at = this.nanos() + Duration.unsafeToNanos(next.wait)
-          this.wakeable = !firm
+          following.waking(!firm)
           // A claim at a lease's expiry goes at that instant; a poll may go
           // early, on the grain it shares with other loops' routine steps.
           // Not before the first answer: joiners whose polls timed out in a
           // start-up burst would come back in bursts again.
-          yield* next.step === "claim" || Option.isNone(this.state.observedAt) ? waits.until(at) : waits.by(at)
-          this.wakeable = false
-          if (!firm && this.hinted) step = "claim"
+          yield* next.step === "claim" || !this.published.observed() ? waits.until(at) : waits.by(at)
+          following.waking(false)
+          if (!firm && following.wasHinted()) step = "claim"
         }
       }
     })
@@ -163,18 +215,20 @@ export class Participant extends Calling implements Elector {
   // that one call. A leader's hints are its own release's, or stale by the
   // time it follows.
   hint(): void {
-    if (this.active !== undefined) return
-    this.hinted = true
-    if (!this.wakeable) return
-    this.wakeable = false
-    this.following?.wake()
+    if (this.active === undefined) this.following?.hint()
   }
 
-  *poll() {
+  // The follow loop's caller, named by the calls of its steps (see
+  // `Store.CallContext`); none once the loop has stopped.
+  private get caller(): Store.Caller | undefined {
+    return this.following?.loop.caller
+  }
+
+  private *poll() {
     const startedAt = this.nanos()
     // No candidacy, no rivals: outranked stays false.
-    if (this.standing !== undefined) this.outranked = (yield* this.rivals()).length > 0
-    const seen = yield* this.attempt("inspect", this.store.inspect(this.name))
+    if (this.standing !== undefined) this.outranked = (yield* this.rivals(this.caller)).length > 0
+    const seen = yield* this.calls.attempt("inspect", this.store.inspect(this.name), this.caller)
     const replyAt = this.nanos()
     if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
       this.stepFailed(seen.left)
@@ -205,11 +259,15 @@ export class Participant extends Calling implements Elector {
 
   // `claim` and `poll` are generators that `follow` delegates to with
   // `yield*`: a step builds no effect, nor generator function, of its own.
-  *claim() {
+  private *claim() {
     const { config, identity, name } = this
     const { leaseDuration, safetyMargin } = config
     const sentAt = this.nanos()
-    const result = yield* this.attempt("acquire", this.store.acquire(name, identity, leaseDuration, config.payload))
+    const result = yield* this.calls.attempt(
+      "acquire",
+      this.store.acquire(name, identity, leaseDuration, config.payload),
+      this.caller
+    )
     const replyAt = this.nanos()
     if (Either.isLeft(result)) {
       this.stepFailed(result.left)
@@ -255,7 +313,7 @@ export class Participant extends Calling implements Elector {
   // is garbage by then, rather than kept (and promoted) over the wait.
   // `random` (in [0, 1), for the jitter) is drawn by the step, which yields
   // anyway: a plain function here spares each poll an effect of its own.
-  pause(random: number, lease?: Lease.Lease, replyAt = 0n): Next {
+  private pause(random: number, lease?: Lease.Lease, replyAt = 0n): Next {
     const { config } = this
     const poll = backoff(config.retryPeriod, this.stepFailures, config.leaseDuration, random)
     const next = lease === undefined || Lease.isExpired(lease)
@@ -268,12 +326,12 @@ export class Participant extends Calling implements Elector {
   // that has had an answer backs off (see `pause`). One that has not keeps
   // its period, counted from the poll's start rather than its failure: a
   // poll that timed out queued behind a start-up burst
-  // (stores/internal/admission.ts) has waited its whole timeout already, and
+  // (stores/internal/gate.ts) has waited its whole timeout already, and
   // a retry period more would leave its election leaderless that long after
   // the others are led. It still polls at most once a (jittered) retry
   // period.
-  repoll(random: number, startedAt: bigint): Next {
-    if (Option.isSome(this.state.observedAt)) return this.pause(random)
+  private repoll(random: number, startedAt: bigint): Next {
+    if (this.published.observed()) return this.pause(random)
     const left = Duration.unsafeToNanos(jittered(this.config.retryPeriod, random)) - (this.nanos() - startedAt)
     return left > 0n ? { step: "poll", wait: Duration.nanos(left) } : pollNow
   }
@@ -282,16 +340,17 @@ export class Participant extends Calling implements Elector {
   // polls failed in a start-up burst (timed out in the queue) would
   // otherwise fall behind those that got in first, and its election stay
   // leaderless for up to maxBackoffFactor retry periods.
-  stepFailed(error: StoreError): void {
-    this.stepFailures = error.retryable && Option.isSome(this.state.observedAt) ? this.stepFailures + 1 : 0
+  private stepFailed(error: StoreError): void {
+    this.stepFailures = error.retryable && this.published.observed() ? this.stepFailures + 1 : 0
   }
 
   // Advertises this participant (when it is a candidate) and returns the
   // live candidates it prefers to itself; none when the call fails.
-  rivals(): Effect.Effect<ReadonlyArray<Candidate>> {
+  private rivals(caller: Store.Caller | undefined): Effect.Effect<ReadonlyArray<Candidate>> {
     const { config, identity, name, standing } = this
     if (standing === undefined) return Effect.succeed([])
-    return this.call("advertise", standing.advertise(name, identity, standing.candidacy, config.candidateTtl)).pipe(
+    const advertised = standing.advertise(name, identity, standing.candidacy, config.candidateTtl)
+    return this.calls.call("advertise", advertised, caller).pipe(
       Effect.map((candidates) =>
         candidates.filter((c) => c.identity !== identity && outranks(c, standing.candidacy, config.versionPolicy))
       ),
@@ -299,20 +358,20 @@ export class Participant extends Calling implements Elector {
     )
   }
 
-  lead(fence: bigint, sentAt: bigint, deadline: bigint): Effect.Effect<StepDown | "shutdown"> {
+  private lead(fence: bigint, sentAt: bigint, deadline: bigint): Effect.Effect<StepDown | "shutdown"> {
     return Effect.acquireUseRelease(
       this.startTerm(fence, deadline),
       ({ stop }) =>
-        Watchdog.guarding(this, stop, (moved) =>
+        Watchdog.guarding(this.published, stop, (moved) =>
           Effect.gen(this, function*() {
             const { clock, config } = this
             const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
             // Children of this fiber rather than daemons, so TestClock sees them.
-            const renewer = yield* Loop.fork(clock, (waits) => this.renewals(fence, first, stop, moved, waits))
+            const renewer = yield* Loop.fork(clock, (loop) => this.renewals(fence, first, stop, moved, loop))
             // No fiber at all for a participant that is no candidate.
             const challenger = this.standing === undefined
               ? undefined
-              : yield* Loop.fork(clock, (waits) => this.challenges(stop, waits))
+              : yield* Loop.fork(clock, (loop) => this.challenges(stop, loop))
             return yield* Deferred.await(stop).pipe(
               // Built when the term ends, not kept on the fiber while it lasts.
               Effect.ensuring(Effect.suspend(() =>
@@ -326,12 +385,12 @@ export class Participant extends Calling implements Elector {
     )
   }
 
-  startTerm(fence: bigint, deadline: bigint): Effect.Effect<Term.Term> {
+  private startTerm(fence: bigint, deadline: bigint): Effect.Effect<Term.Term> {
     return Effect.gen(this, function*() {
-      const { fork, term } = yield* Term.open(this, fence, deadline)
+      const { fork, term } = yield* Term.open(this.published, this.advice, this.config, fence, deadline)
       this.ledUnder = fence
       this.active = term
-      yield* this.update((s) => ({ ...s, term: Option.some(term) }))
+      yield* this.published.update((s) => ({ ...s, term: Option.some(term) }))
       yield* this.instrumentation.termStarted
       yield* Effect.annotateLogs(Effect.logInfo(`started leading under fence ${fence}`), "fence", String(fence))
       const onStartedLeading = this.onStartedLeading
@@ -343,12 +402,12 @@ export class Participant extends Calling implements Elector {
     })
   }
 
-  renewals(
+  private renewals(
     fence: bigint,
     firstAt: bigint,
     stop: Deferred.Deferred<StepDown>,
     moved: (deadline: bigint) => void,
-    waits: Deadlines.Waits
+    { caller, waits }: Loop.Handle
   ): Effect.Effect<void> {
     return Effect.gen(this, function*() {
       const { config, identity, name, store } = this
@@ -357,7 +416,8 @@ export class Participant extends Calling implements Elector {
       while (true) {
         if (nextAt > this.nanos()) yield* waits.by(nextAt)
         const sentAt = this.nanos()
-        const result = yield* this.attempt("renew", store.renew(name, identity, fence, leaseDuration, payload), fence)
+        const renewed = store.renew(name, identity, fence, leaseDuration, payload)
+        const result = yield* this.calls.attempt("renew", renewed, caller, fence)
         if (Either.isLeft(result)) {
           yield* this.failed(result.left)
           if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
@@ -376,12 +436,14 @@ export class Participant extends Calling implements Elector {
 
   // A preferred candidate that has been alive for preemptAfter takes over:
   // the term ends as a resignation does, without the hold-off.
-  challenges(stop: Deferred.Deferred<StepDown>, waits: Deadlines.Waits): Effect.Effect<void> {
+  private challenges(stop: Deferred.Deferred<StepDown>, { caller, waits }: Loop.Handle): Effect.Effect<void> {
     return Effect.gen(this, function*() {
       const { config } = this
       while (true) {
         yield* waits.by(this.nanos() + Duration.unsafeToNanos(jittered(config.retryPeriod, yield* Random.next)))
-        const due = (yield* this.rivals()).find((c) => Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter))
+        const due = (yield* this.rivals(caller)).find((c) =>
+          Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter)
+        )
         if (due !== undefined) {
           yield* Effect.logInfo(
             `handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`
@@ -392,11 +454,11 @@ export class Participant extends Calling implements Elector {
     })
   }
 
-  endTerm(term: Term.Term, exit: Exit.Exit<StepDown>): Effect.Effect<void> {
+  private endTerm(term: Term.Term, exit: Exit.Exit<StepDown>): Effect.Effect<void> {
     return Effect.gen(this, function*() {
       const reason = Exit.getOrElse(exit, () => "shutdown" as const)
       // Not leader from here on, before anything else happens.
-      yield* this.update((s) => ({ ...s, term: Option.none() }))
+      yield* this.published.update((s) => ({ ...s, term: Option.none() }))
       yield* this.instrumentation.termEnded(reason)
       if (reason === "expired") yield* this.failed(new LeaseExpiredLocally({ name: this.name, fence: term.fence }))
       yield* Effect.annotateLogs(
@@ -407,33 +469,33 @@ export class Participant extends Calling implements Elector {
       yield* Scope.close(term.work, Exit.void)
       // A finalizer that fails has still run, as have the others: the
       // release goes ahead.
-      yield* this.contain("finalizer", () => Scope.close(term.scope, Exit.void))
+      yield* this.advice.contain("finalizer", () => Scope.close(term.scope, Exit.void))
       if (reason !== "lost" && !(reason === "shutdown" && this.config.disableRelease)) {
         yield* this.releaseLease(term.fence)
       }
       this.active = undefined
       yield* Deferred.succeed(term.ended, undefined)
       const onStoppedLeading = this.onStoppedLeading
-      if (onStoppedLeading !== undefined) yield* this.advise("onStoppedLeading", () => onStoppedLeading)
+      if (onStoppedLeading !== undefined) yield* this.advice.advise("onStoppedLeading", () => onStoppedLeading)
     })
   }
 
-  releaseLease(fence: bigint): Effect.Effect<boolean> {
-    return this.call("release", this.store.release(this.name, this.identity, fence), fence).pipe(
+  private releaseLease(fence: bigint): Effect.Effect<boolean> {
+    return this.calls.call("release", this.store.release(this.name, this.identity, fence), this.caller, fence).pipe(
       Effect.as(true),
       Effect.catchAll((error) => Effect.as(this.failed(error), false))
     )
   }
 
-  withdrawal(): Effect.Effect<void> {
+  private withdrawal(): Effect.Effect<void> {
     const { standing } = this
     if (standing === undefined) return Effect.void
-    return this.call("withdraw", standing.withdraw(this.name, this.identity)).pipe(
+    return this.calls.call("withdraw", standing.withdraw(this.name, this.identity), this.caller).pipe(
       Effect.catchAll((error) => this.failed(error))
     )
   }
 
-  resigning(): Effect.Effect<void> {
+  private resigning(): Effect.Effect<void> {
     this.heldOffUntil = this.nanos() + Duration.unsafeToNanos(this.config.resignHoldOff)
     const term = this.active
     if (term === undefined) return Effect.void
@@ -445,8 +507,69 @@ export class Participant extends Calling implements Elector {
   // outlive them (see deadlines.ts).
   shutdown(): Effect.Effect<void> {
     return (this.runner === undefined ? Effect.void : Fiber.interrupt(this.runner)).pipe(
-      Effect.zipRight(Effect.suspend(() => this.settleAdvice())),
+      Effect.zipRight(Effect.suspend(() => this.advice.settle(this.config.operationTimeout))),
       Effect.zipRight(Effect.sync(() => Deadlines.quiesce(this.clock)))
     )
+  }
+  // What the steps record of the store's answers.
+
+  // Its logs carry the error's tag, retryability and fence as annotations,
+  // which a structured logger (the Promise API's) gets as fields.
+  private failed(error: LastError): Effect.Effect<void> {
+    return Effect.annotateLogs(
+      Effect.gen(this, function*() {
+        const { published } = this
+        yield* published.update((s) => ({ ...s, lastError: Option.some(error) }))
+        if (error._tag === "LeaseExpiredLocally") return yield* Effect.logWarning(error.message)
+        // Any answer of the store, an error included, makes the elector ready.
+        // Under failFast a fatal first answer fails `ready` instead, and
+        // what awaits it (a start, a layer's build) reports it.
+        const failsReady = !published.readinessSettled() && this.config.failFast && Store.isFatal(error)
+        published.settleReady(failsReady ? Exit.fail(error) : Exit.void)
+        if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
+        yield* this.instrumentation.storeFailed(error)
+        if (error.retryable) {
+          return yield* Unanswered.warn(this.store, published.current.observedAt, this.nanos(), error.message)
+        }
+        yield* this.calls.fatalFailed(error, failsReady)
+      }),
+      LogFields.ofError(error)
+    )
+  }
+
+  // Records what a store call saw, in one change of the state: with the
+  // term's new deadline when it is a renewal's answer. What it gives back
+  // (a new leader to announce) is what remains to run, if anything.
+  private observe(lease: Lease.Lease | undefined, deadline?: bigint): Effect.Effect<void> | undefined {
+    const state = this.published.current
+    const before = state.leader
+    // The leader seen last time, seen again (as most answers show it), is
+    // kept as it is rather than built anew at every call. Its payload must
+    // be the very same object: a store that decodes it afresh gets a new one.
+    const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
+      ? Option.none()
+      : Option.isSome(before) && before.value.holder === lease.holder && before.value.fence === lease.fence &&
+          before.value.payload === lease.payload
+      ? before
+      : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
+    this.published.commit({
+      ...state,
+      term: deadline === undefined ? state.term : Option.map(state.term, (t) => ({ ...t, deadline })),
+      leader: seen,
+      observedAt: Option.some(this.clock.unsafeCurrentTimeMillis())
+    })
+    if (Option.isNone(seen)) return undefined
+    const { fence, holder } = seen.value
+    if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return undefined
+    const announced = Effect.logInfo(`new leader observed: ${holder} under fence ${fence}`)
+    const onNewLeader = this.onNewLeader
+    return onNewLeader === undefined
+      ? announced
+      : Effect.zipRight(announced, this.advice.advise("onNewLeader", () => onNewLeader(holder, fence)))
+  }
+
+  /** The local monotonic clock: inside a running effect, what `clock.currentTimeNanos` would give. */
+  private nanos(): bigint {
+    return this.clock.unsafeCurrentTimeNanos()
   }
 }

@@ -2,29 +2,24 @@
  * What an elector shows of itself: its state, held in a plain field so that
  * reading it takes no fiber (`isLeader`, `fence` and `status` compare the
  * term's deadline with the clock at every read), the `changes` subscribers
- * each change is handed to, and its readiness.
- *
- * The elector is one object whose steps are methods, built into effects when
- * they run: a process may run thousands of electors. This class and the ones
- * that extend it (advisory.ts, calls.ts, elector.ts) are that one object,
- * each module one concern of it.
+ * each change is handed to, and its readiness. The participant
+ * (participant.ts) owns one and is the only writer of its state.
  *
  * @internal
  */
 import type * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
+import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { ElectorShape, ResolvedConfig, Status } from "../../Elector.js"
+import type { ElectorShape, Status } from "../../Elector.js"
 import type { LastError } from "../../ElectorError.js"
 import type { LeadershipShape } from "../../Leadership.js"
-import type { StoreError } from "../../Store.js"
-import type * as Instrumentation from "../metrics/instrumentation.js"
+import type { Operation, StoreError } from "../../Store.js"
 
 /** @internal */
 export interface Term {
@@ -90,35 +85,32 @@ const live = (s: State, now: bigint): Term | undefined => {
   return term !== undefined && now < term.deadline ? term : undefined
 }
 
-/** @internal */
+/**
+ * The published state of one elector (see the module's note). Its public
+ * getters are the read half of the elector's surface, which the participant
+ * hands on as they are.
+ *
+ * @internal
+ */
 export class Published {
-  readonly name: string
-  readonly identity: string
   // `commit` alone changes the state, and hands the new state to each
   // `changes` subscriber in the same synchronous step: in order, none lost,
   // one per change.
-  state: State = initial
+  private state: State = initial
   /** The queues of `changes` subscribers; made for the first. */
-  subscribers: Set<Queue.Enqueue<State>> | undefined = undefined
+  private subscribers: Set<Queue.Enqueue<State>> | undefined = undefined
   // Settled by the first answer of the store: failed with a fatal error
   // under failFast, succeeded otherwise. Kept as an Exit, with a Deferred
   // only for a wait that starts before it is settled: few callers wait at
   // all.
-  readiness: Exit.Exit<void, StoreError> | undefined = undefined
-  readyWaiter: Deferred.Deferred<void, StoreError> | undefined = undefined
+  private readiness: Exit.Exit<void, StoreError> | undefined = undefined
+  private readyWaiter: Deferred.Deferred<void, StoreError> | undefined = undefined
 
-  constructor(
-    readonly config: ResolvedConfig,
-    readonly clock: Clock.Clock,
-    readonly instrumentation: Instrumentation.Instrumentation
-  ) {
-    this.name = config.name
-    this.identity = config.identity
-  }
+  constructor(private readonly identity: string, readonly clock: Clock.Clock) {}
 
-  // The public surface: getters on the prototype, each building an effect
-  // that calls a method when it is read, rather than effects and closures
-  // kept on every elector (a process may run thousands).
+  // Getters on the prototype, each building an effect that calls a method
+  // when it is read, rather than effects and closures kept on every elector
+  // (a process may run thousands).
   get isLeader(): Effect.Effect<boolean> {
     return Effect.sync(() => this.unsafeIsLeader())
   }
@@ -156,6 +148,19 @@ export class Published {
     return this.leading()?.fence
   }
 
+  /** The state as last committed. */
+  get current(): State {
+    return this.state
+  }
+
+  // "Has had an answer": any call whose answer showed the record (a poll,
+  // a claim, a renewal) sets `observedAt`. The election backs off, and
+  // tells the store it is joining, by this one test.
+  /** Whether any store call of this elector has shown it the record. */
+  observed(): boolean {
+    return Option.isSome(this.state.observedAt)
+  }
+
   /** The local monotonic clock: inside a running effect, what `clock.currentTimeNanos` would give. */
   nanos(): bigint {
     return this.clock.unsafeCurrentTimeNanos()
@@ -171,9 +176,39 @@ export class Published {
     return Effect.sync(() => this.commit(f(this.state)))
   }
 
+  // Called at every answer, as it comes, so it changes the state only when
+  // an error clears: only a success of the operation that failed clears its
+  // error; a lost or expired lease is cleared by a lease the elector holds.
+  answered(operation: Operation): void {
+    const { state } = this
+    const clears = Option.exists(state.lastError, (error) =>
+      error._tag === "StoreError"
+        ? error.operation === operation
+        : operation === "renew" || operation === "acquire")
+    if (clears) this.commit({ ...state, lastError: Option.none() })
+    this.settleReady(Exit.void)
+  }
+
+  /** Whether readiness is settled (the store has answered once, or `run` has stopped). */
+  readinessSettled(): boolean {
+    return this.readiness !== undefined
+  }
+
+  settleReady(exit: Exit.Exit<void, StoreError>): void {
+    if (this.readiness !== undefined) return
+    this.readiness = exit
+    if (this.readyWaiter !== undefined) Deferred.unsafeDone(this.readyWaiter, exit)
+    this.readyWaiter = undefined
+  }
+
+  /** The term in progress, if its deadline has not passed. */
+  leading(): Term | undefined {
+    return live(this.state, this.nanos())
+  }
+
   // Built for each subscription: few electors are ever subscribed to, and a
   // stream is a tree of objects.
-  states(): Stream.Stream<State> {
+  private states(): Stream.Stream<State> {
     return Stream.unwrapScoped(Effect.map(
       Effect.acquireRelease(
         Effect.flatMap(Queue.unbounded<State>(), (queue) =>
@@ -188,12 +223,7 @@ export class Published {
     ))
   }
 
-  /** The term in progress, if its deadline has not passed. */
-  leading(): Term | undefined {
-    return live(this.state, this.nanos())
-  }
-
-  snapshot(s: State): Status {
+  private snapshot(s: State): Status {
     const now = this.nanos()
     const wall = this.clock.unsafeCurrentTimeMillis()
     const term = Option.fromNullable(live(s, now))
@@ -208,12 +238,5 @@ export class Published {
       validUntil: Option.map(term, (t) => new Date(wall + Number((t.deadline - now) / 1_000_000n))),
       lastError: s.lastError
     }
-  }
-
-  settleReady(exit: Exit.Exit<void, StoreError>): void {
-    if (this.readiness !== undefined) return
-    this.readiness = exit
-    if (this.readyWaiter !== undefined) Deferred.unsafeDone(this.readyWaiter, exit)
-    this.readyWaiter = undefined
   }
 }

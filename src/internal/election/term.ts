@@ -11,10 +11,11 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as Scope from "effect/Scope"
+import type { ResolvedConfig } from "../../Elector.js"
 import type { LeadershipShape } from "../../Leadership.js"
 import type * as Metrics from "../../Metrics.js"
-import type { Advising } from "./advisory.js"
-import type { StepDown, Term } from "./published.js"
+import type { Advisory } from "./advisory.js"
+import type { Published, StepDown, Term } from "./published.js"
 
 export type { Term } from "./published.js"
 
@@ -32,11 +33,19 @@ export interface Opened {
 }
 
 /**
- * Opens the term of `self` under `fence`, to end by `deadline`.
+ * Opens a term of the elector of `config` under `fence`, to end by
+ * `deadline`: its leadership reads whether it still leads from `published`,
+ * and what its work does wrong is reported by `advice`.
  *
  * @internal
  */
-export const open = (self: Advising, fence: bigint, deadline: bigint): Effect.Effect<Opened> =>
+export const open = (
+  published: Published,
+  advice: Advisory,
+  config: Pick<ResolvedConfig, "name" | "identity" | "onWorkFailure">,
+  fence: bigint,
+  deadline: bigint
+): Effect.Effect<Opened> =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const work = yield* Scope.make()
@@ -53,19 +62,19 @@ export const open = (self: Advising, fence: bigint, deadline: bigint): Effect.Ef
             Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)
               ? Effect.void
               : Effect.zipRight(
-                self.reported(callback, exit.cause),
-                self.config.onWorkFailure === "stepDown" ? Deferred.succeed(stop, "failed") : Effect.void
+                advice.reported(callback, exit.cause),
+                config.onWorkFailure === "stepDown" ? Deferred.succeed(stop, "failed") : Effect.void
               )
           )
         ),
         work
       )
     const leadership: LeadershipShape = {
-      name: self.name,
-      identity: self.identity,
+      name: config.name,
+      identity: config.identity,
       fence,
       scope,
-      isLeader: Effect.sync(() => self.leading()?.fence === fence),
+      isLeader: Effect.sync(() => published.leading()?.fence === fence),
       fork: (effect) => fork("work", effect)
     }
     const term: Term = { fence, deadline, leadership, scope, work, stop, ended }

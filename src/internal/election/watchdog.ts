@@ -29,7 +29,7 @@ const arm = (self: Published, stop: Deferred.Deferred<StepDown>, scheduler: Sche
   let disarm = (): void => {}
   let alarmAt = 0n
   const check = (): void => {
-    const term = Option.getOrUndefined(self.state.term)
+    const term = Option.getOrUndefined(self.current.term)
     if (term === undefined || self.nanos() >= term.deadline) {
       Deferred.unsafeDone(stop, Exit.succeed("expired"))
       return

@@ -12,9 +12,9 @@
  */
 import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import type * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
+import * as Runtime from "../runtime/runtime.js"
 
 /**
  * The histogram under `Metrics.renewLatency`, which is this histogram in
@@ -58,4 +58,4 @@ export const series = <Type, In, Out>(
 export const withFiberLabels = (
   tags: ReadonlyArray<MetricLabel.MetricLabel>
 ): Effect.Effect<ReadonlyArray<MetricLabel.MetricLabel>> =>
-  Effect.map(FiberRef.get(FiberRef.currentMetricLabels), (extra) => extra.length === 0 ? tags : Arr.union(tags, extra))
+  Effect.map(Runtime.metricLabels, (extra) => extra.length === 0 ? tags : Arr.union(tags, extra))

@@ -14,7 +14,6 @@ import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
 import type * as Scheduler from "effect/Scheduler"
 import * as Runtime from "./runtime.js"
 
@@ -111,11 +110,11 @@ const start = (clock: Clock.Clock, scheduler: Scheduler.Scheduler, timer: Timer)
   // starts on the scheduler, not on this stack: `expire` never runs inside
   // `schedule`.
   timer.wakeAt = 0n
-  timer.fiber = Effect.runFork(run(clock, timer), { scheduler, immediate: false })
+  timer.fiber = Runtime.forkLater(run(clock, timer), scheduler)
 }
 
 const stop = (timer: Timer): void => {
-  timer.fiber?.unsafeInterruptAsFork(FiberId.none)
+  if (timer.fiber !== undefined) Runtime.interruptNow(timer.fiber)
   timer.fiber = undefined
 }
 
@@ -136,7 +135,7 @@ export const add = (clock: Clock.Clock, scheduler: Scheduler.Scheduler, at: bigi
   push(timer.heap, entry)
   timer.open += 1
   // None running, or it was ended from outside: a fresh one takes over.
-  if (timer.fiber === undefined || timer.fiber.unsafePoll() !== null) start(clock, scheduler, timer)
+  if (timer.fiber === undefined || !Runtime.isRunning(timer.fiber)) start(clock, scheduler, timer)
   else if (at < timer.wakeAt) {
     // Earlier than the instant the fiber sleeps until: a fresh one takes over.
     stop(timer)

@@ -17,8 +17,13 @@ import * as Caller from "./caller.js"
 import * as Deadlines from "./deadlines.js"
 import * as Runtime from "./runtime.js"
 
-/** The loop's caller and waits, and the release of both. */
-class Handle {
+/**
+ * A running loop: its caller, which its store calls name in their context
+ * (see caller.ts), and its waits; and the release of both.
+ *
+ * @internal
+ */
+export class Handle {
   readonly caller = new Caller.Caller()
   readonly waits: Deadlines.Waits
   constructor(clock: Clock.Clock, fiber: Fiber.RuntimeFiber<unknown, unknown>) {
@@ -44,7 +49,7 @@ class Handle {
 export const run = <A, E, R>(
   clock: Clock.Clock,
   annotations: Readonly<Record<string, string>>,
-  body: (waits: Deadlines.Waits) => Effect.Effect<A, E, R>,
+  body: (loop: Handle) => Effect.Effect<A, E, R>,
   after: () => Effect.Effect<void>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime<A, E, R>((fiber) => {
@@ -53,7 +58,7 @@ export const run = <A, E, R>(
     return Effect.zipRight(
       Runtime.set(Runtime.within(settings, clock, annotations)),
       Effect.ensuring(
-        Caller.run(handle.caller, body(handle.waits)),
+        body(handle),
         Effect.suspend(() => {
           handle.release()
           return Effect.zipRight(after(), Runtime.set(settings))
@@ -71,10 +76,10 @@ export const run = <A, E, R>(
  */
 export const fork = <A, E, R>(
   clock: Clock.Clock,
-  body: (waits: Deadlines.Waits) => Effect.Effect<A, E, R>
+  body: (loop: Handle) => Effect.Effect<A, E, R>
 ): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R> =>
   Effect.fork(Effect.withFiberRuntime<A, E, R>((fiber) => {
     const handle = new Handle(clock, fiber)
-    fiber.addObserver(handle.release)
-    return Caller.run(handle.caller, body(handle.waits))
+    Runtime.observe(fiber, handle.release)
+    return body(handle)
   }))

@@ -1,9 +1,10 @@
 /**
- * The one place the library reaches past Effect's public API: the fiber's
- * scheduler and services, its settings, and registries shared by every copy
- * of the library in a process. Everything else in `src/` goes through here,
- * so that a port to another Effect line rewrites this module, not the
- * election.
+ * The one place the library reaches into Effect's runtime: the fiber
+ * lifecycle outside `Effect.fork` (fibers started, observed, interrupted
+ * from plain functions), a fiber's scheduler, services, settings and
+ * FiberRefs, and registries shared by every copy of the library in a
+ * process. Everything else in `src/` goes through here, so that a port to
+ * another Effect line rewrites this module, not the election.
  *
  * @internal
  */
@@ -17,9 +18,74 @@ import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
-import type * as Runtime from "effect/Runtime"
+import type * as MetricLabel from "effect/MetricLabel"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import type * as Scheduler from "effect/Scheduler"
 import type * as Tracer from "effect/Tracer"
+
+// Fiber lifecycle: starting a fiber outside the caller's stack of effects,
+// watching it end, and interrupting it without waiting. Each is public
+// `RuntimeFiber` API in Effect 3; they are reached through here so that the
+// few places that need them (store calls run apart, loops' releases, the
+// deadline timer, the advisory fiber) name what they do, and a port to
+// another Effect line finds them in one module.
+
+/**
+ * Starts `effect` on a fiber of its own, on `runtime` (its clock, tracer,
+ * span, log annotations and context), a child of no fiber. It runs on the
+ * current stack up to its first asynchronous step.
+ *
+ * @internal
+ */
+export const forkOn = <R, A, E>(
+  runtime: Runtime.Runtime<R>,
+  effect: Effect.Effect<A, E, R>
+): Fiber.RuntimeFiber<A, E> => Runtime.runFork(runtime)(effect)
+
+/**
+ * Starts `effect` on a fiber of its own on `scheduler`, not on the current
+ * stack: it takes its first step when the scheduler runs it.
+ *
+ * @internal
+ */
+export const forkLater = <A, E>(
+  effect: Effect.Effect<A, E>,
+  scheduler: Scheduler.Scheduler
+): Fiber.RuntimeFiber<A, E> => Effect.runFork(effect, { scheduler, immediate: false })
+
+/**
+ * Calls `f` with `fiber`'s exit once it has ended (at once if it has).
+ *
+ * @internal
+ */
+export const observe = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, f: (exit: Exit.Exit<A, E>) => void): void =>
+  fiber.addObserver(f)
+
+/**
+ * Interrupts `fiber` without waiting for it to end.
+ *
+ * @internal
+ */
+export const interruptNow = (fiber: Fiber.RuntimeFiber<unknown, unknown>): void =>
+  fiber.unsafeInterruptAsFork(FiberId.none)
+
+/**
+ * Whether `fiber` has not ended yet.
+ *
+ * @internal
+ */
+export const isRunning = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean => fiber.unsafePoll() === null
+
+/**
+ * The metric labels of the running fiber (`Metric.taggedWithLabels` and the
+ * like), which `Metric.update` adds to an update's own.
+ *
+ * @internal
+ */
+export const metricLabels: Effect.Effect<ReadonlyArray<MetricLabel.MetricLabel>> = FiberRef.get(
+  FiberRef.currentMetricLabels
+)
 
 /**
  * The value kept under `key` for the whole process, made by the first copy
@@ -73,6 +139,15 @@ export const schedulerOfRuntime = (runtime: Runtime.Runtime<never>): Scheduler.S
  */
 export const clockOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Clock.Clock =>
   Context.get(fiber.currentDefaultServices, Clock.Clock)
+
+/**
+ * The service `tag` in the context of `fiber`, if any, read where a call
+ * starts without an effect of its own to ask for it.
+ *
+ * @internal
+ */
+export const serviceOf = <I, S>(fiber: Fiber.RuntimeFiber<unknown, unknown>, tag: Context.Tag<I, S>): S | undefined =>
+  Option.getOrUndefined(Context.getOption(fiber.currentContext, tag))
 
 /**
  * The tracer of `fiber`, read once when a loop starts (see instrumentation.ts).
@@ -136,20 +211,3 @@ export const within = (
     annotations: annotated
   }
 }
-
-/**
- * Calls `f` with `fiber`'s exit when it ends (at once if it has), outside
- * any fiber.
- *
- * @internal
- */
-export const observe = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, f: (exit: Exit.Exit<A, E>) => void): void =>
-  fiber.addObserver(f)
-
-/**
- * Interrupts `fiber` from outside any fiber, without waiting for it to end.
- *
- * @internal
- */
-export const interruptNow = (fiber: Fiber.RuntimeFiber<unknown, unknown>): void =>
-  fiber.unsafeInterruptAsFork(FiberId.none)

@@ -1,6 +1,8 @@
 /**
  * One call of a SQL store on a driver's pool, through the store's admission
- * gate (`admission.ts`). The caller gets control back at once when it gives
+ * gate (`gate.ts`), as the call's context (`Store.CallContext`) asks: a
+ * joiner's poll is not shed, and a call whose caller ends it itself gets no
+ * canceller. It reads the context, never writes it. The caller gets control back at once when it gives
  * up (interrupted, timed out); the connection stays out of the pool while
  * its statement runs on, for its grace at most (`grace` in `rules.ts`): an answer within
  * it returns the connection to the pool (unless the driver says the answer
@@ -37,10 +39,10 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import type * as Scheduler from "effect/Scheduler"
-import * as Caller from "../../internal/runtime/caller.js"
 import * as Deadlines from "../../internal/runtime/deadlines.js"
 import * as Runtime from "../../internal/runtime/runtime.js"
 import { stackless } from "../../internal/runtime/stackless.js"
+import * as Store from "../../Store.js"
 import type { Operation } from "../../Store.js"
 import { OperationTimeout } from "../SqlStoreError.js"
 import type * as Admission from "./gate.js"
@@ -95,7 +97,7 @@ type State = typeof Queued | typeof Connecting | typeof Running | typeof Leaving
  * for a while by objects the young generation's collections do not free)
  * keeps this object alone, not the call's work.
  */
-class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
+class Call<C, R, A, B, E> implements Admission.Waiter, Store.InFlight {
   private state: State = Queued
   /** Running and Grace. */
   private connection: C | undefined = undefined
@@ -103,8 +105,12 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
   private timer: Deadlines.Entry | undefined = undefined
   private readonly clock: Clock.Clock
   private readonly scheduler: Scheduler.Scheduler
-  /** The loop that ends this call if it stops waiting (see `internal/runtime/caller.ts`); none: Effect's canceller does. */
-  private readonly caller: Caller.Caller | undefined
+  /**
+   * The call's context, as the caller's fiber holds it: whether its caller is
+   * joining, and the loop that ends this call if it stops waiting (see
+   * `Store.CallContext`); no caller: Effect's canceller does.
+   */
+  private readonly context: Store.CallContextShape | undefined
 
   constructor(
     private readonly connections: Connections<C, R, A, E>,
@@ -119,13 +125,13 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
   ) {
     this.clock = Runtime.clockOf(fiber)
     this.scheduler = Runtime.schedulerOf(fiber)
-    this.caller = Caller.of(fiber)
+    this.context = Runtime.serviceOf(fiber, Store.CallContext)
   }
 
   /** Enters the gate; what the caller's interruption runs, unless the call ended already. */
   start(): Effect.Effect<void> | undefined {
-    const { caller, connections, operation } = this
-    const shed = connections.gate.enter(operation, this, caller?.joining === true)
+    const { connections, context, operation } = this
+    const shed = connections.gate.enter(operation, this, context?.joining === true)
     if (shed !== undefined) {
       this.refuse(Effect.fail(connections.failure(operation, shed)))
       return undefined
@@ -133,6 +139,7 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
     // Answered already, synchronously: no deadline to keep.
     if (this.state === Done) return undefined
     this.timer = this.after(connections.timeout, () => this.expired())
+    const caller = context?.caller
     if (caller === undefined) return Effect.sync(() => this.abandon())
     caller.calling(this)
     return undefined
@@ -170,8 +177,6 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
     const { answer, resume } = this
     this.settle(error)
     if (resume === undefined) return
-    // The caller's first poll answered: it has joined (see admission.ts).
-    if (error === undefined && this.operation === "inspect" && this.caller !== undefined) this.caller.joining = false
     resume(error === undefined ? answer!(result) : Effect.fail(this.connections.failure(this.operation, error)))
   }
 
@@ -203,7 +208,7 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
     this.answer = undefined
     this.resume = undefined
     if (this.timer !== undefined) Deadlines.cancel(this.timer)
-    this.caller?.done(this)
+    this.context?.caller?.done(this)
     const { grace } = this.connections
     this.timer = this.after(
       grace,
@@ -229,7 +234,7 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
     this.connection = undefined
     if (this.timer !== undefined) Deadlines.cancel(this.timer)
     this.timer = undefined
-    this.caller?.done(this)
+    this.context?.caller?.done(this)
   }
 
   private after(duration: Duration.Duration, expire: () => void): Deadlines.Entry {
@@ -251,7 +256,7 @@ class Call<C, R, A, B, E> implements Admission.Waiter, Caller.Call {
  * See the module's note.
  *
  * The deadline is kept by the process's one timer fiber (see
- * `internal/deadlines.ts`), not `Effect.timeout`, which would run the call in
+ * `internal/runtime/deadlines.ts`), not `Effect.timeout`, which would run the call in
  * a fiber of its own beside a fiber that sleeps, and join them.
  */
 export const use = <C, R, A, B, E>(

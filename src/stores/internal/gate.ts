@@ -4,7 +4,7 @@
  *
  * A call holds one of `capacity` slots (the pool's size) from admission until
  * its connection is back in the pool or destroyed, which can be after the
- * caller gave up (see `gate.ts`). So the gate always knows how many
+ * caller gave up (see `call.ts`). So the gate always knows how many
  * connections are really busy, and the store never asks the pool for more
  * than it has.
  *
@@ -15,9 +15,10 @@
  * retryable error: the follower tries again at its next poll, and the store
  * does no work for it. A claim (`acquire`) is never shed: a follower only
  * claims a lease it saw free, and the claim is what ends a leaderless
- * interval. Nor is the poll of a participant joining the election (none of
- * its polls answered yet): when a fleet starts, its participants poll within
- * one retry period, and a poll shed then waits a retry period more, so the
+ * interval. Nor is the poll of a participant joining the election (no call
+ * of it answered yet, as its call's context says: `Store.CallContext`):
+ * when a fleet starts, its participants poll within one retry period, and a
+ * poll shed then waits a retry period more, so the
  * elections whose participants all came late would stay leaderless while
  * the others are led. Joiners' polls wait in a queue of their own, served
  * after every other, newest first: when the pool cannot answer the burst
@@ -25,7 +26,7 @@
  * time, and the oldest time out still queued, where first come, first
  * served would answer each just after its caller gave up. A joiner whose
  * poll timed out queued polls again a retry period after that poll
- * started: with the defaults, at once (elector.ts, `repoll`). Waiting is
+ * started: with the defaults, at once (participant.ts, `repoll`). Waiting is
  * bounded by the call's own deadline: a call still queued then is
  * withdrawn, and costs the database nothing.
  *
@@ -47,7 +48,7 @@ export interface Gate {
    * Admits `waiter`'s call for `operation`: `waiter.admitted()` runs once a
    * slot is free (maybe at once, synchronously). A poll that would have to
    * queue behind {@link waitingLimit} other calls is refused instead, unless
-   * its caller is `joining` (none of its polls answered yet): that one waits
+   * its caller is `joining` (no call of it answered yet): that one waits
    * behind every other call, newest joiner first.
    */
   readonly enter: (operation: Operation, waiter: Waiter, joining: boolean) => Saturated | undefined
