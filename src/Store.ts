@@ -18,6 +18,7 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
+import type { InvalidConfig } from "./ElectorError.js"
 import * as limits from "./internal/config/limits.js"
 import type { Lease } from "./Lease.js"
 
@@ -193,7 +194,7 @@ export interface Candidacy {
  * @since 0.1.0
  * @category models
  */
-export const maxVersionBytes = 255
+export const maxVersionBytes = limits.maxVersionBytes
 
 /**
  * A live candidate of an election, as one store statement saw it. Both
@@ -519,4 +520,7 @@ export class Store extends Context.Tag("effect-leaderelection/Store")<Store, Sto
  * const mine = Effect.map(MemoryStore.make(), (store: Store.StoreShape) => Store.enforceLimits(store))
  * ```
  */
-export const enforceLimits = <S extends StoreShape>(store: S): S => limits.enforce(store)
+export const enforceLimits = <S extends StoreShape>(store: S): S => limits.enforce(store, refused)
+
+const refused = (operation: Operation, invalid: InvalidConfig): StoreError =>
+  new StoreError({ operation, retryable: false, reason: `${invalid.field}: ${invalid.reason}`, cause: invalid })

@@ -14,13 +14,13 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as limits from "../internal/config/limits.js"
 import { stackless } from "../internal/runtime/stackless.js"
 import * as WakeUps from "../internal/runtime/wakeUps.js"
 import type { Lease } from "../Lease.js"
 import {
   type Candidacy,
   type Candidate,
+  enforceLimits,
   LeaseLost,
   NoLease,
   type SlotRecord,
@@ -214,7 +214,7 @@ export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effec
       lock.withPermits(1)(Effect.flatMap(clock.now, (now) => f(now.getTime())))
 
     const tables = { rows, slots, candidates }
-    const store = limits.enforce({
+    const store = enforceLimits({
       wakeUps: { subscribe: wakeUps.subscribe },
       acquire: (name, identity, ttl, payload) =>
         atomically((now) =>

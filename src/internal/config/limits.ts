@@ -16,9 +16,12 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import { InvalidConfig } from "../../ElectorError.js"
 import * as Lease from "../../Lease.js"
-import { maxVersionBytes, type Operation, StoreError, type StoreShape } from "../../Store.js"
+import type { Operation, StoreError, StoreShape } from "../../Store.js"
 
 const loneSurrogate = /\p{Cs}/u
+
+/** `Store.maxVersionBytes`, which is this: the limits live beneath the public modules that name them. */
+export const maxVersionBytes = 255
 
 /** What a value is, for a message, without ever throwing. */
 export const kind = (u: unknown): string =>
@@ -191,20 +194,19 @@ interface Checks {
 
 /**
  * Holds a store to the documented limits: a call whose name, identity or
- * payload is outside them fails with a fatal `StoreError` (its cause the
- * {@link InvalidConfig}) before it reaches the store.
+ * payload is outside them fails with the error `refused` makes of the
+ * {@link InvalidConfig} (`Store.enforceLimits`: a fatal `StoreError`) before
+ * it reaches the store.
  */
-export const enforce = <S extends StoreShape>(store: S): S => {
+export const enforce = <S extends StoreShape>(
+  store: S,
+  refused: (operation: Operation, invalid: InvalidConfig) => StoreError
+): S => {
   const guard = <A, E>(
     operation: Operation,
     invalid: InvalidConfig | undefined,
     call: () => Effect.Effect<A, E>
-  ): Effect.Effect<A, E | StoreError> =>
-    invalid === undefined
-      ? call()
-      : Effect.fail(
-        new StoreError({ operation, retryable: false, reason: `${invalid.field}: ${invalid.reason}`, cause: invalid })
-      )
+  ): Effect.Effect<A, E | StoreError> => invalid === undefined ? call() : Effect.fail(refused(operation, invalid))
   const checked: Checks = { name: remembering((u) => name(u)), identity: remembering((u) => identity(u)) }
   const slots = store.slots
   return {

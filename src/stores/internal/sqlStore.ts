@@ -35,7 +35,7 @@ import type * as Scope from "effect/Scope"
 import { InvalidConfig } from "../../ElectorError.js"
 import * as limits from "../../internal/config/limits.js"
 import { stackless } from "../../internal/runtime/stackless.js"
-import { LeaseLost, NoLease, type Operation, type SlotStore, Store, StoreError } from "../../Store.js"
+import { enforceLimits, LeaseLost, NoLease, type Operation, type SlotStore, Store, StoreError } from "../../Store.js"
 import {
   candidatesSuffix,
   type Classification,
@@ -258,7 +258,7 @@ export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
       return lostCreateRace === undefined ? created : Effect.catchIf(created, lostCreateRace, () => Effect.void)
     }
     const { slots: slotStore, ...rest } = operations(run, statements, { leases, candidates }, timeout)
-    const store = limits.enforce<SqlStore>({
+    const store = enforceLimits<SqlStore>({
       table: leases,
       slotTable: Option.getOrUndefined(slots),
       ensureSchema: Effect.all([
