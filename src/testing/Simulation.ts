@@ -246,7 +246,25 @@ export interface RunOptions {
   readonly step?: number | undefined
   /** Set up afresh for every run. */
   readonly workload?: ((timeline: Timeline) => Workload) | undefined
+  /**
+   * How the participants' store calls are made (default `"apart"`):
+   * `"apart"`, each in a fiber of its own beside a deadline, as an elector
+   * makes any store's that promises nothing (`Store.StoreShape.answersWithin`);
+   * `"onCaller"`, on the participant's own fibers through the SQL stores'
+   * call path (their gate, deadline and grace, over the simulated
+   * database), as an elector makes the SQL stores' calls.
+   */
+  readonly callPath?: CallPath | undefined
 }
+
+/**
+ * How a simulated participant's store calls are made (see
+ * {@link RunOptions.callPath}).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CallPath = internal.CallPath
 
 /**
  * Runs one schedule to the end of its quiet period, synchronously, on the
@@ -271,7 +289,12 @@ export interface RunOptions {
  * @category running
  */
 export const run = (schedule: Schedule, options: RunOptions): Result =>
-  internal.run(schedule, { step: options.step ?? 50, seed: options.seed, workload: options.workload })
+  internal.run(schedule, {
+    step: options.step ?? 50,
+    seed: options.seed,
+    workload: options.workload,
+    callPath: options.callPath
+  })
 
 /**
  * Runs one schedule as an Effect driven by `TestClock`, for an ordinary
@@ -310,7 +333,12 @@ export const runOnTestClock = (schedule: Schedule, options: RunOptions): Effect.
   Effect.flatMap(
     internal.testClockDriver,
     (driver) =>
-      internal.runWith(driver, schedule, { step: options.step ?? 50, seed: options.seed, workload: options.workload })
+      internal.runWith(driver, schedule, {
+        step: options.step ?? 50,
+        seed: options.seed,
+        workload: options.workload,
+        callPath: options.callPath
+      })
   )
 
 /**
@@ -346,6 +374,7 @@ const fleetOptions = (options: Omit<CheckOptions, "runs" | "seed" | "path">): Fl
   schedules: options.schedules ?? Schedules.ciOptions,
   step: options.step ?? 50,
   workload: options.workload,
+  callPath: options.callPath,
   counters: options.counters
 })
 

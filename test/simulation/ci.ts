@@ -6,10 +6,16 @@ import { Simulation } from "../../src/testing.js"
 
 export const seed = Number(process.env.SIM_SEED ?? 20_240_601)
 
-export const check = (config: Simulation.Config, numRuns: number, step: number): Promise<void> =>
+export const check = (
+  config: Simulation.Config,
+  numRuns: number,
+  step: number,
+  callPath: Simulation.CallPath = "apart"
+): Promise<void> =>
   Simulation.check({
     schedules: { ...Simulation.defaultScheduleOptions, configs: [config] },
     step,
     runs: Number(process.env.SIM_RUNS ?? numRuns),
-    seed
+    seed,
+    callPath
   })

@@ -4,8 +4,11 @@
  *   npm run sim -- --runs 100000
  *   npm run sim -- --seed 42 --path "3:1:0"   (replays a reported counterexample)
  *
- * Options: --runs N (default 1000), --seed S, --path P, --step MS (sampling
- * step, default 50), --config short|default|both, --max-leases N (longest
+ * Options: --runs N (default 1000, on each call path), --seed S, --path P,
+ * --step MS (sampling step, default 50), --config short|default|both,
+ * --call-path apart|onCaller|both (how the participants' store calls are
+ * made: in a fiber each, or on their own fibers through the SQL stores'
+ * call path; default both, one after the other), --max-leases N (longest
  * fault window, in leaseDurations), --max-slots N (participants, 3..7),
  * --no-step-back (keep the database clock from stepping back),
  * --shared-identity (two participants of every fleet share one identity),
@@ -26,6 +29,7 @@ const { values } = parseArgs({
     path: { type: "string" },
     step: { type: "string", default: "50" },
     config: { type: "string", default: "both" },
+    "call-path": { type: "string", default: "both" },
     "max-leases": { type: "string" },
     "max-slots": { type: "string" },
     "no-step-back": { type: "boolean", default: false },
@@ -49,25 +53,38 @@ const options: Simulation.ScheduleOptions = {
   ...(values["max-slots"] === undefined ? {} : { maxSlots: Number(values["max-slots"]) })
 }
 const seed = values.seed === undefined ? Date.now() ^ (Math.random() * 0x100000000) : Number(values.seed)
-const counters: Simulation.Counters = { schedules: 0, terms: 0, virtualMillis: 0 }
-const started = performance.now()
-const details = await fc.check(Simulation.property({ schedules: options, step: Number(values.step), counters }), {
-  numRuns: Number(values.runs),
-  seed,
-  ...(values.path === undefined ? {} : { path: values.path }),
-  endOnFailure: values.path !== undefined
-})
-const seconds = (performance.now() - started) / 1000
-console.log(
-  `${counters.schedules} schedules in ${seconds.toFixed(1)}s: ${
-    (counters.schedules / seconds).toFixed(1)
-  } schedules/s, ` +
-    `${(counters.virtualMillis / 3_600_000).toFixed(2)} virtual hours, ${counters.terms} terms (seed ${seed})`
-)
-if (details.failed) {
-  const error = details.errorInstance
-  console.log(error instanceof Error ? error.message : String(error))
-  console.log(fc.defaultReportMessage(details))
-  console.log(`\nreplay: npm run sim -- --seed ${details.seed} --path "${details.counterexamplePath}"`)
-  process.exitCode = 1
+const callPaths: ReadonlyArray<Simulation.CallPath> = values["call-path"] === "apart"
+  ? ["apart"]
+  : values["call-path"] === "onCaller"
+  ? ["onCaller"]
+  : ["apart", "onCaller"]
+for (const callPath of callPaths) {
+  const counters: Simulation.Counters = { schedules: 0, terms: 0, virtualMillis: 0 }
+  const started = performance.now()
+  const details = await fc.check(
+    Simulation.property({ schedules: options, step: Number(values.step), counters, callPath }),
+    {
+      numRuns: Number(values.runs),
+      seed,
+      ...(values.path === undefined ? {} : { path: values.path }),
+      endOnFailure: values.path !== undefined
+    }
+  )
+  const seconds = (performance.now() - started) / 1000
+  console.log(
+    `${callPath}: ${counters.schedules} schedules in ${seconds.toFixed(1)}s: ${
+      (counters.schedules / seconds).toFixed(1)
+    } schedules/s, ` +
+      `${(counters.virtualMillis / 3_600_000).toFixed(2)} virtual hours, ${counters.terms} terms (seed ${seed})`
+  )
+  if (details.failed) {
+    const error = details.errorInstance
+    console.log(error instanceof Error ? error.message : String(error))
+    console.log(fc.defaultReportMessage(details))
+    console.log(
+      `\nreplay: npm run sim -- --call-path ${callPath} --seed ${details.seed} --path "${details.counterexamplePath}"`
+    )
+    process.exitCode = 1
+    break
+  }
 }

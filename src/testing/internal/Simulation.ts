@@ -71,6 +71,7 @@ import type * as Lease from "../../Lease.js"
 import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
 import * as Faulty from "./FaultyStore.js"
+import { onCaller } from "./onCaller.js"
 import { type Belief, Oracle, type Tenure, type Violation } from "./Oracle.js"
 import type { Event, Faults, HintFault, Ops, Schedule, Target, Timed } from "./Schedule.js"
 import { ops, sharedIdentity } from "./Schedule.js"
@@ -150,6 +151,14 @@ export interface Timeline {
   readonly now: () => number
 }
 
+/**
+ * How a participant's store calls are made: each in a fiber of its own
+ * beside a deadline (`apart`: the path of a store that promises nothing),
+ * or on the participant's own fibers through the SQL engine's call path
+ * (`onCaller`, see onCaller.ts: the path of the SQL stores).
+ */
+export type CallPath = "apart" | "onCaller"
+
 export interface RunOptions {
   /** Sampling step, in milliseconds of the timeline. */
   readonly step: number
@@ -157,6 +166,8 @@ export interface RunOptions {
   readonly seed: number
   /** Set up afresh for every run. */
   readonly workload?: ((timeline: Timeline) => Workload) | undefined
+  /** How the participants' store calls are made (default `apart`). */
+  readonly callPath?: CallPath | undefined
 }
 
 export const livenessBound = (schedule: Schedule, step: number): number => {
@@ -340,7 +351,10 @@ interface Database {
   readonly inspect: Store.StoreShape["inspect"]
   /** The faults of the database itself, which every participant meets. */
   readonly storeWide: Path
-  /** A new process's own way to the database: its path's faults, then the store-wide ones. */
+  /**
+   * A new process's own way to the database: its path's faults, then the
+   * store-wide ones, its calls made as the run's call path says.
+   */
   readonly connect: () => Path
   /** The database's asynchronous standby, which `Snapshot` and `Failover` events cut off and promote. */
   readonly standby: Standby
@@ -393,8 +407,16 @@ const standby = (
   }
 }
 
+// Enough connections for a participant's loops and the calls left in their
+// grace by a hang: the simulation checks the election, not a pool's size.
+const connectionsPerProcess = 16
+
 /** Opens the fleet's database: the one place that says what the store is and how a participant's calls reach it. */
-const openDatabase = (driver: Driver): Effect.Effect<Database> =>
+const openDatabase = (
+  driver: Driver,
+  callPath: CallPath | undefined,
+  operationTimeout: number
+): Effect.Effect<Database> =>
   Effect.gen(function*() {
     const clock = movable(
       yield* driver.exec(
@@ -403,13 +425,13 @@ const openDatabase = (driver: Driver): Effect.Effect<Database> =>
     )
     const db = yield* driver.exec(MemoryStore.makeWithContents({ clock }))
     const storeWide = path(db.store)
-    return {
-      clock,
-      inspect: db.store.inspect,
-      storeWide,
-      connect: () => path(storeWide.store),
-      standby: standby(db, clock)
+    const connect = (): Path => {
+      const via = path(storeWide.store)
+      return callPath === "onCaller"
+        ? { ...via, store: onCaller(via.store, Duration.millis(operationTimeout), connectionsPerProcess) }
+        : via
     }
+    return { clock, inspect: db.store.inspect, storeWide, connect, standby: standby(db, clock) }
   })
 
 /** The fleet's processes log nothing: the oracle, not the log, says what went wrong. */
@@ -773,7 +795,7 @@ export const runWith = (driver: Driver, schedule: Schedule, options: RunOptions)
   Effect.gen(function*() {
     const oracle = new Oracle()
     const election = `sim-${(runs++).toString(36)}`
-    const database = yield* openDatabase(driver)
+    const database = yield* openDatabase(driver, options.callPath, schedule.config.operationTimeout)
     const scope = yield* Scope.make()
     const workload = options.workload?.({ now: driver.millis }) ?? {}
     const fleet = new Fleet({ driver, schedule, election, database, scope, oracle, workload, seed: options.seed })

@@ -5,7 +5,7 @@
 import * as fc from "effect/FastCheck"
 import type { Tenure } from "./Oracle.js"
 import { encode, type Schedule, schedule, type ScheduleOptions, sharedIdentity } from "./Schedule.js"
-import { run, slotOf, type Timeline, type Workload } from "./Simulation.js"
+import { type CallPath, run, slotOf, type Timeline, type Workload } from "./Simulation.js"
 import { rateToNumber } from "./VirtualTime.js"
 
 const instant = (at: number): string => `  ${String(at).padStart(7)}ms`
@@ -88,6 +88,7 @@ export interface FleetOptions {
   /** Sampling step, in milliseconds of the timeline. */
   readonly step: number
   readonly workload?: ((timeline: Timeline) => Workload) | undefined
+  readonly callPath?: CallPath | undefined
   readonly counters?: Counters | undefined
 }
 
@@ -95,7 +96,7 @@ const seeds = fc.integer({ min: 0, max: 0x7fffffff })
 
 /** Runs one schedule and throws the violation, if any, with the schedule and its seed. */
 const judge = (options: FleetOptions) => (s: Schedule, seed: number): void => {
-  const result = run(s, { step: options.step, seed, workload: options.workload })
+  const result = run(s, { step: options.step, seed, workload: options.workload, callPath: options.callPath })
   const counters = options.counters
   if (counters !== undefined) {
     counters.schedules++
@@ -105,9 +106,9 @@ const judge = (options: FleetOptions) => (s: Schedule, seed: number): void => {
   if (result.violation !== undefined) {
     const { at, check, message } = result.violation
     throw new Error(
-      `${check} at ${at}ms: ${message}\n${describe(s)}\n${describeTenures(result.tenures, s)}\n(run seed ${seed})\n${
-        regression(s, seed)
-      }`
+      `${check} at ${at}ms: ${message}\n${describe(s)}\n${describeTenures(result.tenures, s)}\n(run seed ${seed}, ${
+        options.callPath ?? "apart"
+      } call path)\n${regression(s, seed)}`
     )
   }
 }
