@@ -309,11 +309,13 @@ export interface StoreShape {
 }
 
 /**
- * What an elector tells a store about one of its calls, as the
- * {@link CallContext} service of the call's effect, for that call only. A
- * store may read it (`Effect.serviceOption(Store.CallContext)`), never
- * needs to: a call made outside an elector has none. The SQL stores read it
- * to admit calls under load.
+ * What an elector tells a store about its calls: the {@link CallContext}
+ * service of the fiber each loop of the elector (following, renewing)
+ * makes its calls on, for the loop's life. A store may read it
+ * (`Effect.serviceOption(Store.CallContext)`) and never needs to: a call
+ * made outside an elector's loops has none, and neither do the fibers an
+ * elector forks (a term's work, its advisory callbacks). The SQL stores read
+ * it to admit calls under load. It is read, never written.
  *
  * @since 0.1.0
  * @category models
@@ -325,7 +327,7 @@ export interface CallContextShape {
    * joiner's: a participant that starts with the fleet would wait a whole
    * retry period more, its election maybe leaderless meanwhile, while
    * others that happened to get in first lead theirs. The elector decides
-   * it from its own state, once per call.
+   * it from its own state when it is read.
    */
   readonly joining: boolean
   /**

@@ -2,7 +2,8 @@
  * What an elector tells the store of each call (`Store.CallContext`):
  * whether the participant is joining, decided by the elector from its one
  * "has had an answer" state, and the loop that ends the call itself, named
- * only on the path that runs the call on the loop's fiber.
+ * only on the path that runs the call on the loop's fiber; and that the
+ * fibers it forks (a term's work) carry none.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, TestClock } from "effect"
@@ -101,5 +102,23 @@ describe("Store.CallContext", () => {
       const { seen, store } = recording(db, undefined)
       yield* store.acquire("job", "me", Duration.seconds(10), null)
       expect(seen).toEqual([{ operation: "acquire", joining: undefined, caller: false }])
+    }))
+
+  it.scoped("a leader's work is not its loop: its store calls carry no context", () =>
+    Effect.gen(function*() {
+      const db = yield* MemoryStore.make()
+      const { seen, store } = recording(db, Duration.seconds(1))
+      const elector = yield* Elector.make({
+        name: "job",
+        identity: "me",
+        onStartedLeading: () => store.acquire("other", "me", Duration.seconds(10), null)
+      }).pipe(Effect.provideService(Store.Store, store))
+      yield* Effect.forkScoped(elector.run)
+      yield* TestClock.adjust(Duration.seconds(1))
+      expect(yield* elector.isLeader).toBe(true)
+      expect(seen.filter((s) => s.operation === "acquire")).toEqual([
+        { operation: "acquire", joining: true, caller: true },
+        { operation: "acquire", joining: undefined, caller: false }
+      ])
     }))
 })

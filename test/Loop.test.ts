@@ -9,7 +9,6 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber } from "effect"
 import * as Deadlines from "../src/internal/runtime/deadlines.js"
 import * as Loop from "../src/internal/runtime/loop.js"
-import * as Store from "../src/Store.js"
 import type { Operation } from "../src/Store.js"
 import * as Gate from "../src/stores/internal/call.js"
 import * as Admission from "../src/stores/internal/gate.js"
@@ -32,24 +31,21 @@ const oneConnection = () => {
     grace: Duration.seconds(2),
     failure: (_operation, error) => error
   }
-  // A call of `loop`, named in its context as an elector's loop names it: the loop ends it when it stops.
-  const call = (loop: Loop.Handle, operation: Operation, request: string) =>
-    Effect.provideService(Gate.use(connections, operation, request, Effect.succeed), Store.CallContext, {
-      joining: false,
-      caller: loop.caller
-    })
-  const bare = (operation: Operation, request: string) => Gate.use(connections, operation, request, Effect.succeed)
-  return { bare, call, requests, answer: () => pending.shift()?.(undefined, "answer") }
+  const call = (operation: Operation, request: string) => Gate.use(connections, operation, request, Effect.succeed)
+  return { call, requests, answer: () => pending.shift()?.(undefined, "answer") }
 }
+
+/** A loop's participant that has had an answer. */
+const joined = () => true
 
 describe("Loop", () => {
   it.effect("fork: an interrupted loop's queued call never runs", () =>
     Effect.gen(function*() {
-      const { answer, bare, call, requests } = oneConnection()
+      const { answer, call, requests } = oneConnection()
       const clock = yield* Effect.clock
-      const busy = yield* Effect.fork(bare("renew", "busy"))
+      const busy = yield* Effect.fork(call("renew", "busy"))
       yield* Effect.yieldNow()
-      const loop = yield* Loop.fork(clock, (handle) => call(handle, "acquire", "queued"))
+      const loop = yield* Loop.fork(clock, joined, () => call("acquire", "queued"))
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(loop)
       answer()
@@ -60,13 +56,13 @@ describe("Loop", () => {
 
   it.effect("run: an interrupted loop's queued call never runs, and what follows the release runs", () =>
     Effect.gen(function*() {
-      const { answer, bare, call, requests } = oneConnection()
+      const { answer, call, requests } = oneConnection()
       const clock = yield* Effect.clock
-      const busy = yield* Effect.fork(bare("renew", "busy"))
+      const busy = yield* Effect.fork(call("renew", "busy"))
       yield* Effect.yieldNow()
       let after = false
       const loop = yield* Effect.fork(
-        Loop.run(clock, {}, (handle) => call(handle, "acquire", "queued"), () =>
+        Loop.run(clock, {}, joined, () => call("acquire", "queued"), () =>
           Effect.sync(() => {
             after = true
           }))
@@ -86,8 +82,8 @@ describe("Loop", () => {
       const far = clock.unsafeCurrentTimeNanos() + Duration.unsafeToNanos(Duration.hours(1))
       for (
         const start of [
-          Loop.fork(clock, ({ waits }) => waits.until(far)),
-          Effect.fork(Loop.run(clock, {}, ({ waits }) => waits.until(far), () => Effect.void))
+          Loop.fork(clock, joined, ({ waits }) => waits.until(far)),
+          Effect.fork(Loop.run(clock, {}, joined, ({ waits }) => waits.until(far), () => Effect.void))
         ]
       ) {
         const loop = yield* start
@@ -97,5 +93,22 @@ describe("Loop", () => {
         Deadlines.quiesce(clock)
         expect(Deadlines.fiberOf(clock)).toBeUndefined()
       }
+    }))
+
+  it.effect("a fiber the loop forks detached is not the loop: its call keeps a canceller, and is withdrawn when interrupted", () =>
+    Effect.gen(function*() {
+      const { answer, call, requests } = oneConnection()
+      const clock = yield* Effect.clock
+      const busy = yield* Effect.fork(call("renew", "busy"))
+      yield* Effect.yieldNow()
+      const child = yield* Fiber.join(
+        yield* Loop.fork(clock, joined, () => Effect.fork(Loop.detached(call("acquire", "child"))))
+      )
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(child)
+      answer()
+      yield* Fiber.join(busy)
+      yield* Effect.yieldNow()
+      expect(requests).toEqual(["busy"])
     }))
 })

@@ -16,6 +16,7 @@ import * as Option from "effect/Option"
 import type * as Metrics from "../../Metrics.js"
 import { formatDuration } from "../config/config.js"
 import type * as Instrumentation from "../metrics/instrumentation.js"
+import * as Loop from "../runtime/loop.js"
 import * as Runtime from "../runtime/runtime.js"
 
 /** How many advisory callbacks may wait for the ones ahead of them. */
@@ -74,7 +75,8 @@ export class Advisory {
       }
       this.queue.push(this.contain(callback, f))
       if (this.advising() !== undefined) return Effect.void
-      return Effect.asVoid(Effect.tap(Effect.forkDaemon(this.drain()), (fiber) => {
+      // The callbacks' store calls are theirs, not those of the loop that queued them.
+      return Effect.asVoid(Effect.tap(Effect.forkDaemon(Loop.detached(this.drain())), (fiber) => {
         this.adviser = fiber
       }))
     })

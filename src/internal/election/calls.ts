@@ -1,6 +1,6 @@
 /**
  * An elector's store calls: how each is made (on the caller's fiber, or
- * apart), with what context (`Store.CallContext`), given control back at
+ * apart, each with its `Store.CallContext`), given control back at
  * operationTimeout, and settled into an outcome the loop's steps look at;
  * and the accounting of fatal errors (logged once, then at most once a
  * minute). Recording what an answer showed is the participant's.
@@ -65,6 +65,8 @@ export class StoreCalls {
   /** When a fatal error was last logged, and how many were not since. */
   private fatalLoggedAt = 0n
   private fatalUnlogged = 0
+  /** The context of every call made apart: whether the participant is joining, and no caller. */
+  private readonly apartContext: Store.CallContextShape
 
   constructor(
     store: Store.StoreShape,
@@ -76,6 +78,12 @@ export class StoreCalls {
     this.timeout = Duration.unsafeToNanos(config.operationTimeout)
     const promised = store.answersWithin
     this.onCaller = promised !== undefined && Duration.lessThanOrEqualTo(promised, config.operationTimeout)
+    this.apartContext = {
+      get joining() {
+        return !published.observed()
+      },
+      caller: undefined
+    }
   }
 
   /** Whether calls are traced as spans: set when `run` starts, from its fiber's tracer. */
@@ -90,20 +98,15 @@ export class StoreCalls {
   // fiber (a defect, an interruption of its own) is a fatal StoreError, as
   // it is when the call runs in a fiber of its own.
   //
-  // `caller` is the loop making the call, if one does: a store that keeps
-  // its answersWithin promise may hand it the call in flight rather than
-  // give Effect a canceller (see `Store.CallContext`). Whether the
-  // participant is joining is the published state's one test of an answer.
+  //
+  // The call's context (`Store.CallContext`) is the loop's that makes it,
+  // on the loop's fiber (see loop.ts).
   attempt<A, E>(
     operation: Operation,
     effect: Effect.Effect<A, E>,
-    caller: Store.Caller | undefined,
     fence?: bigint
   ): Effect.Effect<Either.Either<A, E | StoreError>> {
-    const joining = !this.published.observed()
-    const made = this.onCaller
-      ? Effect.provideService(effect, Store.CallContext, { joining, caller })
-      : this.apart(operation, effect, { joining, caller: undefined })
+    const made = this.onCaller ? effect : this.apart(operation, effect)
     const settled = Effect.matchCauseEffect(made, {
       onSuccess: (value) => {
         const rest = this.answered(operation)
@@ -127,14 +130,9 @@ export class StoreCalls {
   }
 
   // The same, its outcome as the effect's: for the calls that only catch errors.
-  call<A, E>(
-    operation: Operation,
-    effect: Effect.Effect<A, E>,
-    caller: Store.Caller | undefined,
-    fence?: bigint
-  ): Effect.Effect<A, E | StoreError> {
+  call<A, E>(operation: Operation, effect: Effect.Effect<A, E>, fence?: bigint): Effect.Effect<A, E | StoreError> {
     return Effect.flatMap(
-      this.attempt(operation, effect, caller, fence),
+      this.attempt(operation, effect, fence),
       (outcome): Effect.Effect<A, E | StoreError> => outcome
     )
   }
@@ -185,13 +183,9 @@ export class StoreCalls {
   // by interrupting it, so it holds in uninterruptible regions too (the
   // release at step-down). Whatever the store's effect ends with that is
   // not one of its errors (a defect, an interruption of its own) becomes a
-  // fatal StoreError. The attempt is interrupted when it is given up, so it
-  // names no caller in its context: it keeps its canceller.
-  private apart<A, E>(
-    operation: Operation,
-    effect: Effect.Effect<A, E>,
-    context: Store.CallContextShape
-  ): Effect.Effect<A, E | StoreError> {
+  // fatal StoreError. The attempt is interrupted when it is given up, so its
+  // context names no caller: it keeps its canceller.
+  private apart<A, E>(operation: Operation, effect: Effect.Effect<A, E>): Effect.Effect<A, E | StoreError> {
     const { config, published: { clock } } = this
     return Effect.flatMap(Effect.runtime<never>(), (runtime) =>
       Effect.async<A, E | StoreError>((resume) => {
@@ -209,7 +203,7 @@ export class StoreCalls {
         }
         // Interruptible even when the caller is not (the release at step-down).
         const attempt = Runtime.forkOn(
-          EffectRuntime.provideService(runtime, Store.CallContext, context),
+          EffectRuntime.provideService(runtime, Store.CallContext, this.apartContext),
           Effect.interruptible(effect)
         )
         Runtime.observe(attempt, (exit) =>

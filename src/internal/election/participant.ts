@@ -78,6 +78,10 @@ export class Participant implements Elector {
   private stepFailures = 0
   /** The follow loop, while it runs. */
   private following: Following | undefined = undefined
+  // Whether any store call has shown this participant the record: what its
+  // loops tell the store of each call (`joining`, see `Store.CallContext`).
+  // An arrow, made once, that every loop of the participant shares.
+  private readonly joined = (): boolean => this.published.observed()
   /** The fiber running `run`, so that closing the elector's scope stops it. */
   private runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined = undefined
   // The callbacks of the configuration, not the configuration itself: it
@@ -161,7 +165,7 @@ export class Participant implements Elector {
           )
         // Once the loop is released (its call in flight abandoned), the
         // withdrawal's call names no caller: it gets a canceller of its own.
-        return Loop.run(this.clock, this.annotations, loop, () => {
+        return Loop.run(this.clock, this.annotations, this.joined, loop, () => {
           this.following = undefined
           return Effect.zipRight(
             this.withdrawal(),
@@ -218,17 +222,11 @@ export class Participant implements Elector {
     if (this.active === undefined) this.following?.hint()
   }
 
-  // The follow loop's caller, named by the calls of its steps (see
-  // `Store.CallContext`); none once the loop has stopped.
-  private get caller(): Store.Caller | undefined {
-    return this.following?.loop.caller
-  }
-
   private *poll() {
     const startedAt = this.nanos()
     // No candidacy, no rivals: outranked stays false.
-    if (this.standing !== undefined) this.outranked = (yield* this.rivals(this.caller)).length > 0
-    const seen = yield* this.calls.attempt("inspect", this.store.inspect(this.name), this.caller)
+    if (this.standing !== undefined) this.outranked = (yield* this.rivals()).length > 0
+    const seen = yield* this.calls.attempt("inspect", this.store.inspect(this.name))
     const replyAt = this.nanos()
     if (Either.isLeft(seen) && seen.left._tag !== "NoLease") {
       this.stepFailed(seen.left)
@@ -265,8 +263,7 @@ export class Participant implements Elector {
     const sentAt = this.nanos()
     const result = yield* this.calls.attempt(
       "acquire",
-      this.store.acquire(name, identity, leaseDuration, config.payload),
-      this.caller
+      this.store.acquire(name, identity, leaseDuration, config.payload)
     )
     const replyAt = this.nanos()
     if (Either.isLeft(result)) {
@@ -346,16 +343,16 @@ export class Participant implements Elector {
 
   // Advertises this participant (when it is a candidate) and returns the
   // live candidates it prefers to itself; none when the call fails.
-  private rivals(caller: Store.Caller | undefined): Effect.Effect<ReadonlyArray<Candidate>> {
+  private rivals(): Effect.Effect<ReadonlyArray<Candidate>> {
     const { config, identity, name, standing } = this
     if (standing === undefined) return Effect.succeed([])
-    const advertised = standing.advertise(name, identity, standing.candidacy, config.candidateTtl)
-    return this.calls.call("advertise", advertised, caller).pipe(
-      Effect.map((candidates) =>
-        candidates.filter((c) => c.identity !== identity && outranks(c, standing.candidacy, config.versionPolicy))
-      ),
-      Effect.catchAll((error) => Effect.as(this.failed(error), []))
-    )
+    return this.calls.call("advertise", standing.advertise(name, identity, standing.candidacy, config.candidateTtl))
+      .pipe(
+        Effect.map((candidates) =>
+          candidates.filter((c) => c.identity !== identity && outranks(c, standing.candidacy, config.versionPolicy))
+        ),
+        Effect.catchAll((error) => Effect.as(this.failed(error), []))
+      )
   }
 
   private lead(fence: bigint, sentAt: bigint, deadline: bigint): Effect.Effect<StepDown | "shutdown"> {
@@ -367,11 +364,15 @@ export class Participant implements Elector {
             const { clock, config } = this
             const first = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, true))
             // Children of this fiber rather than daemons, so TestClock sees them.
-            const renewer = yield* Loop.fork(clock, (loop) => this.renewals(fence, first, stop, moved, loop))
+            const renewer = yield* Loop.fork(
+              clock,
+              this.joined,
+              (loop) => this.renewals(fence, first, stop, moved, loop)
+            )
             // No fiber at all for a participant that is no candidate.
             const challenger = this.standing === undefined
               ? undefined
-              : yield* Loop.fork(clock, (loop) => this.challenges(stop, loop))
+              : yield* Loop.fork(clock, this.joined, (loop) => this.challenges(stop, loop))
             return yield* Deferred.await(stop).pipe(
               // Built when the term ends, not kept on the fiber while it lasts.
               Effect.ensuring(Effect.suspend(() =>
@@ -407,7 +408,7 @@ export class Participant implements Elector {
     firstAt: bigint,
     stop: Deferred.Deferred<StepDown>,
     moved: (deadline: bigint) => void,
-    { caller, waits }: Loop.Handle
+    { waits }: Loop.Handle
   ): Effect.Effect<void> {
     return Effect.gen(this, function*() {
       const { config, identity, name, store } = this
@@ -416,8 +417,11 @@ export class Participant implements Elector {
       while (true) {
         if (nextAt > this.nanos()) yield* waits.by(nextAt)
         const sentAt = this.nanos()
-        const renewed = store.renew(name, identity, fence, leaseDuration, payload)
-        const result = yield* this.calls.attempt("renew", renewed, caller, fence)
+        const result = yield* this.calls.attempt(
+          "renew",
+          store.renew(name, identity, fence, leaseDuration, payload),
+          fence
+        )
         if (Either.isLeft(result)) {
           yield* this.failed(result.left)
           if (result.left._tag === "LeaseLost") return yield* Deferred.succeed(stop, "lost")
@@ -436,14 +440,12 @@ export class Participant implements Elector {
 
   // A preferred candidate that has been alive for preemptAfter takes over:
   // the term ends as a resignation does, without the hold-off.
-  private challenges(stop: Deferred.Deferred<StepDown>, { caller, waits }: Loop.Handle): Effect.Effect<void> {
+  private challenges(stop: Deferred.Deferred<StepDown>, { waits }: Loop.Handle): Effect.Effect<void> {
     return Effect.gen(this, function*() {
       const { config } = this
       while (true) {
         yield* waits.by(this.nanos() + Duration.unsafeToNanos(jittered(config.retryPeriod, yield* Random.next)))
-        const due = (yield* this.rivals(caller)).find((c) =>
-          Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter)
-        )
+        const due = (yield* this.rivals()).find((c) => Duration.greaterThanOrEqualTo(c.aliveFor, config.preemptAfter))
         if (due !== undefined) {
           yield* Effect.logInfo(
             `handing over to ${due.identity}, preferred and alive for ${formatDuration(due.aliveFor)}`
@@ -481,7 +483,7 @@ export class Participant implements Elector {
   }
 
   private releaseLease(fence: bigint): Effect.Effect<boolean> {
-    return this.calls.call("release", this.store.release(this.name, this.identity, fence), this.caller, fence).pipe(
+    return this.calls.call("release", this.store.release(this.name, this.identity, fence), fence).pipe(
       Effect.as(true),
       Effect.catchAll((error) => Effect.as(this.failed(error), false))
     )
@@ -490,7 +492,7 @@ export class Participant implements Elector {
   private withdrawal(): Effect.Effect<void> {
     const { standing } = this
     if (standing === undefined) return Effect.void
-    return this.calls.call("withdraw", standing.withdraw(this.name, this.identity), this.caller).pipe(
+    return this.calls.call("withdraw", standing.withdraw(this.name, this.identity)).pipe(
       Effect.catchAll((error) => this.failed(error))
     )
   }

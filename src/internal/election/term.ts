@@ -14,6 +14,7 @@ import * as Scope from "effect/Scope"
 import type { ResolvedConfig } from "../../Elector.js"
 import type { LeadershipShape } from "../../Leadership.js"
 import type * as Metrics from "../../Metrics.js"
+import * as Loop from "../runtime/loop.js"
 import type { Advisory } from "./advisory.js"
 import type { Published, StepDown, Term } from "./published.js"
 
@@ -57,7 +58,8 @@ export const open = (
     // failure.
     const fork = <A, E, R>(callback: Metrics.Callback, effect: Effect.Effect<A, E, R>) =>
       Effect.forkIn(
-        Effect.interruptible(effect).pipe(
+        // The work's store calls are its own, not those of the loop that leads.
+        Loop.detached(Effect.interruptible(effect)).pipe(
           Effect.onExit((exit) =>
             Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)
               ? Effect.void

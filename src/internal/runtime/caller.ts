@@ -2,8 +2,9 @@
  * A loop that makes store calls one after another (an elector's loop, its
  * renewals) and ends the call it has in flight itself, when it stops,
  * instead of handing Effect a canceller for every call. It reaches the store
- * in each call's context (`Store.CallContext`), and only there: a fiber
- * forked inside the loop is not it, and its calls keep their cancellers.
+ * in the loop's call context (`Store.CallContext`, see loop.ts): a fiber the
+ * elector forks from the loop is detached from it, and its calls keep their
+ * cancellers.
  *
  * A canceller costs the call more than it seems: Effect runs the call inside
  * an uninterruptible region with a handler for the interruption, whose

@@ -8,55 +8,80 @@
  * run later, and its wait would keep the deadline timer, and the process,
  * alive until it fell.
  *
+ * The loop's fiber carries the loop's `Store.CallContext` for the loop's
+ * life: every store call the loop makes sees it, set once rather than
+ * provided call by call (which would copy the fiber's references twice a
+ * call). A fiber forked from the loop is not the loop: whoever forks one
+ * that may call a store takes the context away from it ({@link detached}).
+ *
  * @internal
  */
 import type * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
+import * as Store from "../../Store.js"
 import * as Caller from "./caller.js"
 import * as Deadlines from "./deadlines.js"
 import * as Runtime from "./runtime.js"
 
 /**
- * A running loop: its caller, which its store calls name in their context
- * (see caller.ts), and its waits; and the release of both.
+ * A running loop: the context of its store calls (its caller, and whether
+ * its participant is joining, as `joined` tells), its waits, and the release
+ * of both.
  *
  * @internal
  */
-export class Handle {
-  readonly caller = new Caller.Caller()
+export class Handle implements Store.CallContextShape {
+  private active: Caller.Caller | undefined = new Caller.Caller()
   readonly waits: Deadlines.Waits
-  constructor(clock: Clock.Clock, fiber: Fiber.RuntimeFiber<unknown, unknown>) {
+  constructor(
+    clock: Clock.Clock,
+    fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    /** Whether the loop's participant has had an answer. */
+    private readonly joined: () => boolean
+  ) {
     this.waits = Deadlines.waits(clock, Runtime.schedulerOf(fiber))
+  }
+  /** The loop's caller while the loop runs; none once released, so that calls after it keep their cancellers. */
+  get caller(): Store.Caller | undefined {
+    return this.active
+  }
+  get joining(): boolean {
+    return !this.joined()
   }
   // An arrow, so that it is the fiber's observer as it is.
   readonly release = (): void => {
-    this.caller.stop()
+    const caller = this.active
+    this.active = undefined
+    caller?.stop()
     this.waits.cancel()
   }
 }
 
 /**
- * Runs `body` as a loop on the running fiber, with `clock` and the log
- * `annotations` set on the fiber (see `Runtime.set`); when it ends, however
- * it ends, the loop is released, then `after` runs (it is built then, not
- * kept on the fiber while the loop runs) and the fiber's settings are put
- * back. All of that is one finalizer, the loop's only frame on the fiber.
- * Run it uninterruptibly, `body` interruptible within.
+ * Runs `body` as a loop on the running fiber, with `clock`, the log
+ * `annotations` and the loop's call context set on the fiber (see
+ * `Runtime.set`); when it ends, however it ends, the loop is released, then
+ * `after` runs (it is built then, not kept on the fiber while the loop runs)
+ * and the fiber's settings are put back. All of that is one finalizer, the
+ * loop's only frame on the fiber. Run it uninterruptibly, `body`
+ * interruptible within.
  *
  * @internal
  */
 export const run = <A, E, R>(
   clock: Clock.Clock,
   annotations: Readonly<Record<string, string>>,
+  joined: () => boolean,
   body: (loop: Handle) => Effect.Effect<A, E, R>,
   after: () => Effect.Effect<void>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime<A, E, R>((fiber) => {
-    const handle = new Handle(clock, fiber)
+    const handle = new Handle(clock, fiber, joined)
     const settings = Runtime.settingsOf(fiber)
     return Effect.zipRight(
-      Runtime.set(Runtime.within(settings, clock, annotations)),
+      Runtime.set(Runtime.within(settings, clock, annotations, Store.CallContext, handle)),
       Effect.ensuring(
         body(handle),
         Effect.suspend(() => {
@@ -68,18 +93,33 @@ export const run = <A, E, R>(
   })
 
 /**
- * Forks `body` as a loop, a child of the running fiber; the loop is released
- * when its fiber ends, by an observer of the fiber rather than a finalizer,
- * which would keep its frames on the fiber for the loop's whole life.
+ * Forks `body` as a loop, a child of the running fiber, with the loop's
+ * call context; the loop is released when its fiber ends, by an observer of
+ * the fiber rather than a finalizer, which would keep its frames on the
+ * fiber for the loop's whole life.
  *
  * @internal
  */
 export const fork = <A, E, R>(
   clock: Clock.Clock,
+  joined: () => boolean,
   body: (loop: Handle) => Effect.Effect<A, E, R>
 ): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R> =>
   Effect.fork(Effect.withFiberRuntime<A, E, R>((fiber) => {
-    const handle = new Handle(clock, fiber)
+    const handle = new Handle(clock, fiber, joined)
     Runtime.observe(fiber, handle.release)
-    return body(handle)
+    return Effect.zipRight(Runtime.provideOnFiber(Store.CallContext, handle), body(handle))
   }))
+
+/**
+ * `effect` without the call context of the loop it is forked from: for a
+ * fiber the loop forks whose store calls are not the loop's (the term's
+ * work, the advisory callbacks).
+ *
+ * @internal
+ */
+export const detached = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.mapInputContext(
+    effect,
+    (context: Context.Context<R>) => Context.omit(Store.CallContext)(context) as Context.Context<R>
+  )

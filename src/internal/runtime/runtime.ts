@@ -157,13 +157,15 @@ export const serviceOf = <I, S>(fiber: Fiber.RuntimeFiber<unknown, unknown>, tag
 export const tracerOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Tracer.Tracer => fiber.currentTracer
 
 /**
- * A fiber's default services (its clock among them) and log annotations.
+ * A fiber's default services (its clock among them), log annotations and
+ * context.
  *
  * @internal
  */
 export interface Settings {
   readonly services: Context.Context<DefaultServices.DefaultServices>
   readonly annotations: HashMap.HashMap<string, unknown>
+  readonly context: Context.Context<never>
 }
 
 /**
@@ -173,41 +175,59 @@ export interface Settings {
  */
 export const settingsOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Settings => ({
   services: fiber.getFiberRef(DefaultServices.currentServices),
-  annotations: fiber.getFiberRef(FiberRef.currentLogAnnotations)
+  annotations: fiber.getFiberRef(FiberRef.currentLogAnnotations),
+  context: fiber.currentContext
 })
 
 /**
  * Sets the running fiber's settings, for a loop that runs for the fiber's
- * life and puts the old ones back when it stops. `Effect.withClock` and
- * `Effect.annotateLogs` would do the same but keep frames on the fiber's
- * stack for as long as the loop runs, for every elector.
+ * life and puts the old ones back when it stops. `Effect.withClock`,
+ * `Effect.annotateLogs` and `Effect.provideService` would do the same but
+ * keep frames on the fiber's stack for as long as the loop runs, for every
+ * elector.
  *
  * @internal
  */
 export const set = (settings: Settings): Effect.Effect<void> =>
   Effect.zipRight(
-    FiberRef.set(DefaultServices.currentServices, settings.services),
-    FiberRef.set(FiberRef.currentLogAnnotations, settings.annotations)
+    Effect.zipRight(
+      FiberRef.set(DefaultServices.currentServices, settings.services),
+      FiberRef.set(FiberRef.currentLogAnnotations, settings.annotations)
+    ),
+    FiberRef.set(FiberRef.currentContext, settings.context)
   )
 
 /**
- * `settings` with `clock` and the log `annotations` added. The fiber's own
- * services are kept when they hold `clock` already (as an elector's do
- * unless its clock was provided to `make` alone): a copy per loop would be
- * a map of its own.
+ * `settings` with `clock`, the log `annotations` and `service` (under
+ * `tag`) added. The fiber's own services are kept when they hold `clock`
+ * already (as an elector's do unless its clock was provided to `make`
+ * alone): a copy per loop would be a map of its own.
  *
  * @internal
  */
-export const within = (
+export const within = <I, S>(
   settings: Settings,
   clock: Clock.Clock,
-  annotations: Readonly<Record<string, string>>
+  annotations: Readonly<Record<string, string>>,
+  tag: Context.Tag<I, S>,
+  service: S
 ): Settings => {
   const { services } = settings
   let annotated = settings.annotations
   for (const key in annotations) annotated = HashMap.set(annotated, key, annotations[key])
   return {
     services: Context.get(services, Clock.Clock) === clock ? services : Context.add(services, Clock.Clock, clock),
-    annotations: annotated
+    annotations: annotated,
+    context: Context.add(settings.context, tag, service) as Context.Context<never>
   }
 }
+
+/**
+ * Adds `service` (under `tag`) to the running fiber's context for the rest
+ * of its life, without a frame on its stack: for a fiber that is forked for
+ * it.
+ *
+ * @internal
+ */
+export const provideOnFiber = <I, S>(tag: Context.Tag<I, S>, service: S): Effect.Effect<void> =>
+  FiberRef.update(FiberRef.currentContext, (context) => Context.add(context, tag, service) as Context.Context<never>)
