@@ -36,7 +36,7 @@ const oneConnection = () => {
 }
 
 /** A loop's participant that has had an answer. */
-const joined = () => true
+const joined: Loop.Participant = { observed: () => true }
 
 describe("Loop", () => {
   it.effect("fork: an interrupted loop's queued call never runs", () =>

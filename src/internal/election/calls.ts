@@ -43,6 +43,15 @@ const storeBroke = (operation: Operation, cause: Cause.Cause<unknown>): StoreErr
 /** How long a fatal error stays quiet in the log once logged. */
 const repeatFatalAfter = Duration.unsafeToNanos(Duration.minutes(1))
 
+/** The context of a call made apart: it names no caller, whose loop it is not on. */
+class ApartContext implements Store.CallContextShape {
+  readonly caller = undefined
+  constructor(private readonly published: Published) {}
+  get joining(): boolean {
+    return !this.published.observed()
+  }
+}
+
 /**
  * The store calls of one elector (see the module's note).
  *
@@ -78,12 +87,7 @@ export class StoreCalls {
     this.timeout = Duration.unsafeToNanos(config.operationTimeout)
     const promised = store.answersWithin
     this.onCaller = promised !== undefined && Duration.lessThanOrEqualTo(promised, config.operationTimeout)
-    this.apartContext = {
-      get joining() {
-        return !published.observed()
-      },
-      caller: undefined
-    }
+    this.apartContext = new ApartContext(published)
   }
 
   /** Whether calls are traced as spans: set when `run` starts, from its fiber's tracer. */

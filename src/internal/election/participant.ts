@@ -78,10 +78,6 @@ export class Participant implements Elector {
   private stepFailures = 0
   /** The follow loop, while it runs. */
   private following: Following | undefined = undefined
-  // Whether any store call has shown this participant the record: what its
-  // loops tell the store of each call (`joining`, see `Store.CallContext`).
-  // An arrow, made once, that every loop of the participant shares.
-  private readonly joined = (): boolean => this.published.observed()
   /** The fiber running `run`, so that closing the elector's scope stops it. */
   private runner: Fiber.RuntimeFiber<never, AlreadyRunning> | undefined = undefined
   // The callbacks of the configuration, not the configuration itself: it
@@ -165,7 +161,7 @@ export class Participant implements Elector {
           )
         // Once the loop is released (its call in flight abandoned), the
         // withdrawal's call names no caller: it gets a canceller of its own.
-        return Loop.run(this.clock, this.annotations, this.joined, loop, () => {
+        return Loop.run(this.clock, this.annotations, this.published, loop, () => {
           this.following = undefined
           return Effect.zipRight(
             this.withdrawal(),
@@ -366,13 +362,13 @@ export class Participant implements Elector {
             // Children of this fiber rather than daemons, so TestClock sees them.
             const renewer = yield* Loop.fork(
               clock,
-              this.joined,
+              this.published,
               (loop) => this.renewals(fence, first, stop, moved, loop)
             )
             // No fiber at all for a participant that is no candidate.
             const challenger = this.standing === undefined
               ? undefined
-              : yield* Loop.fork(clock, this.joined, (loop) => this.challenges(stop, loop))
+              : yield* Loop.fork(clock, this.published, (loop) => this.challenges(stop, loop))
             return yield* Deferred.await(stop).pipe(
               // Built when the term ends, not kept on the fiber while it lasts.
               Effect.ensuring(Effect.suspend(() =>

@@ -26,9 +26,18 @@ import * as Deadlines from "./deadlines.js"
 import * as Runtime from "./runtime.js"
 
 /**
+ * What a loop asks of its participant: whether any store call has shown it
+ * the record (it has joined the election).
+ *
+ * @internal
+ */
+export interface Participant {
+  readonly observed: () => boolean
+}
+
+/**
  * A running loop: the context of its store calls (its caller, and whether
- * its participant is joining, as `joined` tells), its waits, and the release
- * of both.
+ * its participant is joining), its waits, and the release of both.
  *
  * @internal
  */
@@ -38,8 +47,7 @@ export class Handle implements Store.CallContextShape {
   constructor(
     clock: Clock.Clock,
     fiber: Fiber.RuntimeFiber<unknown, unknown>,
-    /** Whether the loop's participant has had an answer. */
-    private readonly joined: () => boolean
+    private readonly participant: Participant
   ) {
     this.waits = Deadlines.waits(clock, Runtime.schedulerOf(fiber))
   }
@@ -48,7 +56,7 @@ export class Handle implements Store.CallContextShape {
     return this.active
   }
   get joining(): boolean {
-    return !this.joined()
+    return !this.participant.observed()
   }
   // An arrow, so that it is the fiber's observer as it is.
   readonly release = (): void => {
@@ -73,12 +81,12 @@ export class Handle implements Store.CallContextShape {
 export const run = <A, E, R>(
   clock: Clock.Clock,
   annotations: Readonly<Record<string, string>>,
-  joined: () => boolean,
+  participant: Participant,
   body: (loop: Handle) => Effect.Effect<A, E, R>,
   after: () => Effect.Effect<void>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime<A, E, R>((fiber) => {
-    const handle = new Handle(clock, fiber, joined)
+    const handle = new Handle(clock, fiber, participant)
     const settings = Runtime.settingsOf(fiber)
     return Effect.zipRight(
       Runtime.set(Runtime.within(settings, clock, annotations, Store.CallContext, handle)),
@@ -102,11 +110,11 @@ export const run = <A, E, R>(
  */
 export const fork = <A, E, R>(
   clock: Clock.Clock,
-  joined: () => boolean,
+  participant: Participant,
   body: (loop: Handle) => Effect.Effect<A, E, R>
 ): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R> =>
   Effect.fork(Effect.withFiberRuntime<A, E, R>((fiber) => {
-    const handle = new Handle(clock, fiber, joined)
+    const handle = new Handle(clock, fiber, participant)
     Runtime.observe(fiber, handle.release)
     return Effect.zipRight(Runtime.provideOnFiber(Store.CallContext, handle), body(handle))
   }))
