@@ -88,3 +88,7 @@ for (const callPath of callPaths) {
     break
   }
 }
+// On the onCaller path, a call that hung at the end of a run can leave its
+// statement's fiber behind (its Effect.never holds a timer), so node would
+// not exit by itself once the report is out: exit with the verdict.
+process.exit(process.exitCode ?? 0)
