@@ -36,8 +36,22 @@ import * as Duration from "effect/Duration"
 export interface Lease {
   /** The election this record belongs to. */
   readonly name: string
-  /** Identity of the participant holding the lease. */
+  /**
+   * Identity of the participant holding the lease, as its user gave it. Empty
+   * while the store holds the lease back after the database changed under it
+   * (see {@link isHeldBack}): no identity is empty, so nobody holds it then.
+   */
   readonly holder: string
+  /**
+   * Which process holds it: the incarnation its elector gave `acquire`, drawn
+   * at random when the elector was made, so that two processes given one
+   * identity are still told apart. `undefined` from a store that does not keep
+   * incarnations (`StoreShape.incarnations`), for a term begun by an older
+   * release, and while the lease is held back.
+   *
+   * @since 0.2.0
+   */
+  readonly incarnation?: string | undefined
   /**
    * Strictly increasing per term: it advances whenever a missing or expired
    * lease is claimed, even by its previous holder, and never otherwise.
@@ -132,7 +146,56 @@ export const isExpired = (lease: Lease): boolean => lease.expiresAt.getTime() <=
  * Lease.isHeldBy(lease, "api-1-4242-9f2c") // true
  * ```
  */
-export const isHeldBy = (lease: Lease, identity: string): boolean => lease.holder === identity && !isExpired(lease)
+export const isHeldBy = (lease: Lease, identity: string, incarnation?: string): boolean =>
+  lease.holder === identity && (incarnation === undefined || lease.incarnation === incarnation) && !isExpired(lease)
+
+/**
+ * Whether the store is holding the lease back: after the database changed
+ * under it (a failover to a standby that may have missed the last writes, a
+ * restart), the first claim of an expired record jumps its fence far ahead
+ * and leaves it held by nobody (an empty `holder`) for one lease duration, so
+ * that no term the old server handed out and the new one forgot can overlap
+ * a new term or share its fence.
+ *
+ * @since 0.2.0
+ * @category predicates
+ * @example
+ * ```ts
+ * import { Lease } from "effect-leaderelection"
+ *
+ * const lease: Lease.Lease = {
+ *   name: "jobs",
+ *   holder: "",
+ *   fence: 4294967299n,
+ *   payload: null,
+ *   acquiredAt: new Date("2026-01-01T10:00:00Z"),
+ *   renewedAt: new Date("2026-01-01T10:00:00Z"),
+ *   expiresAt: new Date("2026-01-01T10:00:15Z"),
+ *   now: new Date("2026-01-01T10:00:01Z")
+ * }
+ * Lease.isHeldBack(lease) // true: claimable again at expiresAt
+ * ```
+ */
+export const isHeldBack = (lease: Lease): boolean => lease.holder === "" && !isExpired(lease)
+
+/**
+ * How far the first claim after the database changed moves a fence ahead
+ * (2^32): further than the terms any server can hand out between its last
+ * write a standby received and its failure, so a fence is never handed out
+ * twice.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const fenceJump: bigint = 2n ** 32n
+
+/**
+ * The longest incarnation a store must keep, in bytes of ASCII.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const maxIncarnationBytes = 64
 
 /**
  * The longest election name, in bytes of UTF-8, that every store holds

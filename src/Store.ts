@@ -221,19 +221,44 @@ export interface Candidate extends Candidacy {
 export interface StoreShape {
   /**
    * Starts or continues a term for `identity`, the lease expiring `ttl` after
-   * the database's now. It takes over when the record is missing, expired, or
-   * already held by `identity`; otherwise the record is left untouched.
-   * Either way it returns the resulting record: losing is not an error.
+   * the database's now. It takes over when the record is missing or expired
+   * (the fence moves on by one), and continues the term when the record is
+   * already held by `identity` under `incarnation` (the same fence: an
+   * acquire whose reply was lost, retried); otherwise the record is left
+   * untouched. Either way it returns the resulting record: losing is not an
+   * error.
+   *
+   * `incarnation` tells processes apart when users give two of them one
+   * identity: an elector draws one at random when it is made and passes it
+   * to every acquire. A store that keeps it ({@link incarnations}) records it
+   * with the lease, reports it in `Lease.incarnation`, and treats a lease
+   * held by the same identity under another incarnation as anybody else's.
+   * A call without one (a tool, an older release) is the identity's alone.
+   *
+   * A store over a database that can fail over to a copy that missed the
+   * last writes (every SQL store) also records with each lease the server
+   * that wrote it, and a claim on a record written by another server (a
+   * promoted standby, a restarted server) starts no term: when the record
+   * has expired, or is the claimant's own, it holds the lease back instead,
+   * held by nobody (`holder` empty) for `ttl`, its fence moved on by
+   * `Lease.fenceJump`, so that no term the old server handed out and the
+   * new one forgot can overlap a new term or share its fence. A record
+   * another participant still holds is left to it: its renewals continue.
    */
   readonly acquire: (
     name: string,
     identity: string,
     ttl: Duration.Duration,
-    payload: Uint8Array | null
+    payload: Uint8Array | null,
+    incarnation?: string
   ) => Effect.Effect<Lease, StoreError>
   /**
    * Extends a lease the caller believes it holds, guarded by name, holder and
    * fence together, and only while it has not expired on the database clock.
+   * The fence alone names the term (only `acquire` begins one, and it never
+   * gives one fence to two incarnations), so the guard needs no incarnation.
+   * A store that records the server a lease was written on records the
+   * current one: the leader whose lease survived a failover keeps leading.
    */
   readonly renew: (
     name: string,
@@ -295,6 +320,16 @@ export interface StoreShape {
    * @since 0.1.0
    */
   readonly answersWithin?: Duration.Duration | undefined
+  /**
+   * Optional, and what makes a store safe when two processes are given one
+   * identity: `true` when the store keeps the `incarnation` of `acquire` as
+   * that method says. An elector over a store without it (one written to
+   * the contract of 0.1) tells processes apart by identity alone, as 0.1
+   * did, and says so once at startup, at WARN.
+   *
+   * @since 0.2.0
+   */
+  readonly incarnations?: boolean | undefined
   /**
    * Optional: wake-up hints. A store that has them tells the electors of
    * this process when a lease of an election may have just been given up

@@ -319,7 +319,7 @@ const root = Command.make("leaderelection").pipe(
   Command.withSubcommands([status, watch, schema])
 )
 
-const cli = Command.run(root, { name: "leaderelection", version: "0.1.0" })
+const cli = Command.run(root, { name: "leaderelection", version: "0.2.0" })
 
 /** Where output goes: whether each stream is a terminal that may get ANSI escapes (colours, bold). */
 export interface Terminal {

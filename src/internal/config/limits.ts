@@ -76,6 +76,12 @@ export const name = (value: unknown, field = "name"): Either.Either<string, Inva
 export const identity = (value: unknown, field = "identity"): Either.Either<string, InvalidConfig> =>
   text(field, value, Lease.maxIdentityBytes)
 
+/** An incarnation: absent, or printable ASCII within {@link Lease.maxIncarnationBytes}. */
+export const incarnation = (value: unknown): Either.Either<string | undefined, InvalidConfig> =>
+  value === undefined ? Either.right(undefined) : !Predicate.isString(value) || !/^[\x21-\x7e]{1,64}$/.test(value)
+    ? refuse("incarnation", `must be 1 to ${Lease.maxIncarnationBytes} printable ASCII characters, got ${kind(value)}`)
+    : Either.right(value)
+
 /** Bytes or null, within {@link Lease.maxPayloadBytes}. A string is refused, not encoded. */
 export const payload = (value: unknown, field = "payload"): Either.Either<Uint8Array | null, InvalidConfig> =>
   value === null
@@ -228,11 +234,11 @@ export const enforce = <S extends StoreShape>(
         last: (n, j) => guard("lastSlot", checked.name(n) ?? problem(job(j)), () => slots.last(n, j))
       }
     }),
-    acquire: (n, i, ttl, p) =>
+    acquire: (n, i, ttl, p, incarnation_) =>
       guard(
         "acquire",
-        checked.name(n) ?? checked.identity(i) ?? problem(payload(p)),
-        () => store.acquire(n, i, ttl, p)
+        checked.name(n) ?? checked.identity(i) ?? problem(payload(p)) ?? problem(incarnation(incarnation_)),
+        () => store.acquire(n, i, ttl, p, incarnation_)
       ),
     renew: (n, i, fence, ttl, p) =>
       guard(
