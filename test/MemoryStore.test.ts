@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, TestClock } from "effect"
+import * as Lease from "../src/Lease.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { StoreSuite } from "../src/testing.js"
@@ -40,4 +41,68 @@ describe("MemoryStore database clock", () => {
       const lease = yield* store.acquire("e", "a", Duration.seconds(1), null)
       expect(lease.now.getTime()).toBe(0)
     }).pipe(Effect.provide(MemoryStore.layer())))
+})
+
+describe("MemoryStore incarnations", () => {
+  const ttl = Duration.seconds(10)
+
+  it.effect("a lease is its incarnation's: the same identity under another neither continues nor takes it over", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make()
+      expect(store.incarnations).toBe(true)
+      const first = yield* store.acquire("e", "a", ttl, null, "x")
+      expect(first).toMatchObject({ holder: "a", incarnation: "x", fence: 1n })
+      yield* TestClock.adjust("1 second")
+      // Another process given the same identity, and a call without an incarnation: the lease is left alone.
+      expect(yield* store.acquire("e", "a", ttl, null, "y")).toEqual(yield* store.inspect("e"))
+      expect(yield* store.acquire("e", "a", ttl, null)).toMatchObject({ incarnation: "x", renewedAt: new Date(0) })
+      // The same incarnation continues its term.
+      expect(yield* store.acquire("e", "a", ttl, null, "x")).toMatchObject({ fence: 1n, renewedAt: new Date(1000) })
+      yield* TestClock.adjust(ttl)
+      expect(yield* store.acquire("e", "a", ttl, null, "y")).toMatchObject({ holder: "a", incarnation: "y", fence: 2n })
+    }))
+})
+
+describe("MemoryStore after its server changed (restore)", () => {
+  const ttl = Duration.seconds(10)
+
+  it.effect("a claim on an expired row, or on the claimant's own, holds the lease back; then a term begins", () =>
+    Effect.gen(function*() {
+      const { copy, restore, store } = yield* MemoryStore.makeWithContents()
+      yield* store.acquire("own", "a", ttl, new Uint8Array([1]), "x")
+      yield* store.acquire("expired", "a", Duration.seconds(1), null, "x")
+      yield* TestClock.adjust("2 seconds")
+      yield* restore(yield* copy)
+      const heldBack = { holder: "", payload: null, acquiredAt: new Date(2000) }
+      const own = yield* store.acquire("own", "a", ttl, new Uint8Array([2]), "x")
+      expect(own).toMatchObject({ ...heldBack, fence: 1n + Lease.fenceJump, expiresAt: new Date(12_000) })
+      expect(Lease.isHeldBack(own)).toBe(true)
+      expect(own.incarnation).toBeUndefined()
+      // Its old term's renewal finds another fence.
+      expect(yield* Effect.flip(store.renew("own", "a", 1n, ttl, null))).toMatchObject({ _tag: "LeaseLost" })
+      const expired = yield* store.acquire("expired", "b", Duration.seconds(3), null, "y")
+      expect(expired).toMatchObject({ ...heldBack, fence: 1n + Lease.fenceJump, expiresAt: new Date(5000) })
+      // Held back: nobody's, until it expires; then the next claim begins a term.
+      expect(yield* store.acquire("expired", "b", ttl, null, "y")).toEqual(yield* store.inspect("expired"))
+      yield* TestClock.adjust("3 seconds")
+      expect(yield* store.acquire("expired", "b", ttl, null, "y")).toMatchObject({
+        holder: "b",
+        fence: 2n + Lease.fenceJump
+      })
+    }))
+
+  it.effect("another's unexpired row is left to it, and its renewal makes it this server's", () =>
+    Effect.gen(function*() {
+      const { copy, restore, store } = yield* MemoryStore.makeWithContents()
+      yield* store.acquire("e", "a", ttl, null, "x")
+      yield* restore(yield* copy)
+      const untouched = yield* store.inspect("e")
+      expect(yield* store.acquire("e", "b", ttl, null, "y")).toEqual(untouched)
+      yield* TestClock.adjust("1 second")
+      expect(yield* store.renew("e", "a", 1n, ttl, null)).toMatchObject({ holder: "a", fence: 1n })
+      // Renewed on this server: its own holder continues it, and after expiry the fence moves on by one.
+      expect(yield* store.acquire("e", "a", ttl, null, "x")).toMatchObject({ holder: "a", fence: 1n })
+      yield* TestClock.adjust(ttl)
+      expect(yield* store.acquire("e", "b", ttl, null, "y")).toMatchObject({ holder: "b", fence: 2n })
+    }))
 })

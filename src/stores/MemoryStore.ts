@@ -16,7 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { stackless } from "../internal/runtime/stackless.js"
 import * as WakeUps from "../internal/runtime/wakeUps.js"
-import type { Lease } from "../Lease.js"
+import { fenceJump, type Lease } from "../Lease.js"
 import {
   type Candidacy,
   type Candidate,
@@ -104,11 +104,14 @@ export interface MemoryStoreOptions {
 
 interface Row {
   readonly holder: string
+  readonly incarnation: string | undefined
   readonly fence: bigint
   readonly payload: Uint8Array | null
   readonly acquiredAt: number
   readonly renewedAt: number
   readonly expiresAt: number
+  /** The generation of the store's "server" that wrote the row (see `makeWithContents`). */
+  readonly server: number
 }
 
 interface Advertisement extends Candidacy {
@@ -119,6 +122,8 @@ interface Advertisement extends Candidacy {
 const toLease = (name: string, row: Row, now: number): Lease => ({
   name,
   holder: row.holder,
+  // Only when there is one: a lease without reads as a 0.1 store's did.
+  ...(row.incarnation === undefined ? {} : { incarnation: row.incarnation }),
   fence: row.fence,
   payload: row.payload,
   acquiredAt: new Date(row.acquiredAt),
@@ -132,7 +137,8 @@ const toLease = (name: string, row: Row, now: number): Lease => ({
  * reads the database clock and applies its change under one lock. A release
  * that gives a lease up wakes the election's followers in the process
  * (`wakeUps`), as the PostgreSQL store's listener does: a clean handover
- * takes one claim, not a poll's wait.
+ * takes one claim, not a poll's wait. It keeps incarnations
+ * (`StoreShape.incarnations`).
  *
  * @since 0.1.0
  * @category constructors
@@ -184,6 +190,12 @@ const copyInto = (
  * the database. Both run under the store's lock, between operations; the
  * database clock is not part of the contents.
  *
+ * `restore` also stands for the change of server: the store numbers its
+ * servers (generations), every row records the one that wrote it, and
+ * `restore` moves on to the next, so that what it put back reads as written
+ * elsewhere and the store's claims hold it back, as a SQL store's do after a
+ * failover.
+ *
  * @internal
  */
 export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effect<{
@@ -208,6 +220,7 @@ export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effec
     }
     // Per election, per identity.
     const candidates = new Map<string, Map<string, Advertisement>>()
+    let server = 0
     const lock = yield* Effect.makeSemaphore(1)
     const wakeUps = WakeUps.make()
     const atomically = <A, E>(f: (now: number) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
@@ -216,29 +229,28 @@ export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effec
     const tables = { rows, slots, candidates }
     const store = enforceLimits({
       wakeUps: { subscribe: wakeUps.subscribe },
-      acquire: (name, identity, ttl, payload) =>
+      incarnations: true,
+      acquire: (name, identity, ttl, payload, incarnation) =>
         atomically((now) =>
           Effect.sync(() => {
             const row = rows.get(name)
             const expiresAt = now + Duration.toMillis(ttl)
-            if (row === undefined || row.expiresAt <= now) {
-              const next: Row = {
-                holder: identity,
-                fence: (row?.fence ?? 0n) + 1n,
-                payload,
-                acquiredAt: now,
-                renewedAt: now,
-                expiresAt
-              }
+            const begun = { acquiredAt: now, renewedAt: now, expiresAt, server }
+            const write = (next: Row) => {
               rows.set(name, next)
               return toLease(name, next, now)
             }
-            if (row.holder === identity) {
-              const next: Row = { ...row, payload, renewedAt: now, expiresAt }
-              rows.set(name, next)
-              return toLease(name, next, now)
+            if (row === undefined) return write({ holder: identity, incarnation, fence: 1n, payload, ...begun })
+            const expired = row.expiresAt <= now
+            const same = row.holder === identity && row.incarnation === incarnation
+            if (row.server !== server) {
+              // Written by another server, which may have handed out terms this one never saw.
+              return expired || same
+                ? write({ holder: "", incarnation: undefined, fence: row.fence + fenceJump, payload: null, ...begun })
+                : toLease(name, row, now)
             }
-            return toLease(name, row, now)
+            if (expired) return write({ holder: identity, incarnation, fence: row.fence + 1n, payload, ...begun })
+            return same ? write({ ...row, payload, renewedAt: now, expiresAt }) : toLease(name, row, now)
           })
         ),
       renew: (name, identity, fence, ttl, payload) =>
@@ -247,7 +259,8 @@ export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effec
           if (row === undefined || row.holder !== identity || row.fence !== fence || row.expiresAt <= now) {
             return Effect.fail(new LeaseLost({ name, identity, fence }))
           }
-          const next: Row = { ...row, payload, renewedAt: now, expiresAt: now + Duration.toMillis(ttl) }
+          // Restamped: the leader whose lease survived a change of server keeps leading.
+          const next: Row = { ...row, payload, renewedAt: now, expiresAt: now + Duration.toMillis(ttl), server }
           rows.set(name, next)
           return Effect.succeed(toLease(name, next, now))
         }),
@@ -348,7 +361,13 @@ export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effec
           return contents
         })
       ),
-      restore: (contents: Contents) => atomically(() => Effect.sync(() => copyInto(contents, tables)))
+      restore: (contents: Contents) =>
+        atomically(() =>
+          Effect.sync(() => {
+            copyInto(contents, tables)
+            server++
+          })
+        )
     }
   })
 
