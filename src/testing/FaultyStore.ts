@@ -42,7 +42,9 @@ export type Fault = internal.Fault
 export type FaultyStore = internal.FaultyStore
 
 /**
- * Wraps a store. Every operation passes until a fault is `set` on it.
+ * Wraps a store. Every operation passes until a fault is `set` on it. The
+ * wrapper keeps the store's `incarnations` (what gets through is recorded as
+ * the store records it), not its `answersWithin` (a hang breaks that).
  *
  * @since 0.1.0
  * @category constructors

@@ -109,6 +109,10 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
       }
     },
     calls,
+    // Faults break the path, not what the store keeps: an acquire that gets
+    // through records its incarnation as the store would. (`answersWithin`
+    // is not kept: a hang breaks that promise.)
+    incarnations: inner.incarnations,
     acquire: (...args) => wrap("acquire", inner.acquire(...args)),
     renew: (...args) => wrap("renew", inner.renew(...args)),
     release: (...args) => wrap("release", inner.release(...args)),

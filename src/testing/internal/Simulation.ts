@@ -302,6 +302,7 @@ const path = (inner: Store.StoreShape): Path => {
       for (const wake of [...hinted]) wake()
     },
     store: {
+      incarnations: faulty.incarnations,
       wakeUps: innerWakeUps === undefined ? undefined : {
         subscribe: (name, wake) =>
           Effect.flatMap(Effect.runtime<never>(), (runtime) => {
