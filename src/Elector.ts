@@ -78,11 +78,14 @@ export interface ElectorConfig {
   /** The election. Participants contending for one leadership share it. */
   readonly name: string
   /**
-   * Distinguishes this participant. Must be unique across restarts: a stable
-   * identity (say, a StatefulSet pod name) lets a restarted process renew the
-   * lease its stalled predecessor may still believe it holds. Two electors
-   * with one identity in one process are refused (`DuplicateIdentity`);
-   * across processes the store cannot tell them apart, so nothing can.
+   * Distinguishes this participant: what `Lease.holder`, `onNewLeader`, the
+   * status and the logs show. Give every process an identity of its own.
+   * Two electors with one identity in one process are refused
+   * (`DuplicateIdentity`). Across processes a store that keeps incarnations
+   * (`StoreShape.incarnations`) tells them apart by the one each elector
+   * draws at random when it is made: at most one of them leads, the other
+   * follows and reports the collision (`Status.identityCollision`). A store
+   * without them tells processes apart by identity alone, and cannot.
    */
   readonly identity?: string | undefined
   /** Published with the lease, readable by followers (e.g. the leader's address). */
@@ -249,6 +252,18 @@ export interface Status {
    * it stays set for as long as that operation keeps failing.
    */
   readonly lastError: Option.Option<LastError>
+  /**
+   * Local time this participant last saw its identity held by another live
+   * process: two processes given one identity. It follows that process and
+   * never takes its lease, and logs the collision at ERROR (at most once a
+   * minute, counted in `Metrics.identityCollisions`); give every process an
+   * identity of its own. None if it never has, and always with a store
+   * that does not keep incarnations (`StoreShape.incarnations`), which
+   * cannot tell the two apart.
+   *
+   * @since 0.2.0
+   */
+  readonly identityCollision: Option.Option<Date>
 }
 
 /**
@@ -627,6 +642,8 @@ export interface StatusJson {
   readonly observedAt: string | null
   readonly validUntil: string | null
   readonly lastError: { readonly _tag: LastError["_tag"]; readonly message: string } | null
+  /** `Status.identityCollision`, as an ISO 8601 string (since 0.2.0). */
+  readonly identityCollision: string | null
 }
 
 /**
@@ -652,7 +669,8 @@ export interface DecodedStatus extends Omit<Status, "lastError"> {
  *
  * // e.g. the `status` field of a health check's answer
  * const body = `{"isLeader":false,"fence":null,"identity":"api-2-77-b1","leader":"api-1-42-9f","leaderFence":"3",
- *   "leaderPayload":null,"observedAt":"2026-01-01T10:00:12.000Z","validUntil":null,"lastError":null}`
+ *   "leaderPayload":null,"observedAt":"2026-01-01T10:00:12.000Z","validUntil":null,"lastError":null,
+ *   "identityCollision":null}`
  * const status = Schema.decodeUnknownSync(Elector.StatusFromJson)(JSON.parse(body))
  * status.leaderFence // Option.some(3n)
  * ```

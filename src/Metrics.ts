@@ -243,6 +243,31 @@ export const storeFatal = Metric.gauge("leaderelection_store_fatal", {
 })
 
 /**
+ * Store answers that showed this participant's identity held by another live
+ * process: two processes given one identity (a reused pod name, a hostname
+ * under host networking). The store tells them apart by their incarnations
+ * (`Store.StoreShape.incarnations`), so they never lead together: this
+ * participant follows the other and never takes its lease. It grows for as
+ * long as the collision lasts (one per poll or claim that sees it); each is
+ * logged at ERROR at most once a minute. Alert on any increase, and give
+ * every process an identity of its own.
+ *
+ * @since 0.2.0
+ * @category metrics
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "effect-leaderelection"
+ *
+ * const collisions = Metric.value(Metrics.identityCollisions.pipe(Metric.tagged("election", "jobs")))
+ * ```
+ */
+export const identityCollisions = Metric.counter("leaderelection_identity_collisions_total", {
+  description: "Store answers that showed this participant's identity held by another live process",
+  incremental: true
+})
+
+/**
  * Slots of scheduled jobs (`Elector.schedule`), tagged with `job` and
  * `outcome` (`Job.Outcome`: `completed`, `failed`, `interrupted`, `skipped`,
  * `missed`). Summed over an election's processes, `completed` + `failed` +

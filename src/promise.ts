@@ -256,6 +256,11 @@ export interface PromiseStatus {
   readonly validUntil: Date | undefined
   /** The latest store failure or lost lease; the elector handles these itself. */
   readonly lastError: LastError | undefined
+  /**
+   * When this elector last saw its identity held by another live process
+   * (`Elector.Status.identityCollision`; since 0.2.0).
+   */
+  readonly identityCollision: Date | undefined
   /** While `failed`: what failed it. */
   readonly error: unknown
   readonly toJSON: () => PromiseStatusJSON
@@ -499,7 +504,8 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
     leaderPayload: Option.none(),
     observedAt: Option.none(),
     validUntil: Option.none(),
-    lastError: Option.none()
+    lastError: Option.none(),
+    identityCollision: Option.none()
   }
 
   const snapshot = (status: Elector.Status): PromiseStatus => {
@@ -516,6 +522,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
       observedAt: Option.getOrUndefined(status.observedAt),
       validUntil: Option.getOrUndefined(status.validUntil),
       lastError: Option.getOrUndefined(status.lastError),
+      identityCollision: Option.getOrUndefined(status.identityCollision),
       error: failure?.error,
       toJSON: () => ({
         state,

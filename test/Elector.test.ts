@@ -411,7 +411,8 @@ describe("Elector", () => {
       // A store that grants far less than was asked for.
       const stingy: Store.StoreShape = {
         ...db,
-        acquire: (name, id, _ttl, payload) => db.acquire(name, id, Duration.seconds(1), payload)
+        acquire: (name, id, _ttl, payload, incarnation) =>
+          db.acquire(name, id, Duration.seconds(1), payload, incarnation)
       }
       const elector = yield* participant(stingy, { name: "jobs", identity: "a" })
       yield* start(elector)

@@ -50,7 +50,8 @@ describe("Status as JSON", () => {
         leaderPayload: Buffer.from("10.0.0.7:8080").toString("base64"),
         observedAt: Option.getOrThrow(status.observedAt).toISOString(),
         validUntil: Option.getOrThrow(status.validUntil).toISOString(),
-        lastError: null
+        lastError: null,
+        identityCollision: null
       })
       expect(roundTrip(status)).toEqual(summary(status))
     }))

@@ -18,10 +18,10 @@ const forgeable = Effect.gen(function*() {
   const store: Store.StoreShape = {
     ...db,
     wakeUps: { subscribe: hints.subscribe },
-    acquire: (name, identity, ttl, payload) =>
+    acquire: (name, identity, ...rest) =>
       Effect.suspend(() => {
         acquires.set(identity, (acquires.get(identity) ?? 0) + 1)
-        return db.acquire(name, identity, ttl, payload)
+        return db.acquire(name, identity, ...rest)
       })
   }
   return { db, store, hints, acquiresOf: (identity: string) => acquires.get(identity) ?? 0 }

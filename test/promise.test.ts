@@ -633,6 +633,7 @@ describe("createElector (Promise wrapper)", () => {
         observedAt: null,
         validUntil: null,
         lastError: null,
+        identityCollision: null,
         error: null
       })
       await elector.start()

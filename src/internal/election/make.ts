@@ -1,8 +1,8 @@
 /**
  * Making an elector, for the life of a scope: its configuration resolved, its
- * (name, identity) claimed in this process, its metric series joined, its one
- * finalizer added, and its wake-up subscription. The election itself is
- * participant.ts.
+ * (name, identity) claimed in this process, its incarnation drawn, its metric
+ * series joined, its one finalizer added, and its wake-up subscription. The
+ * election itself is participant.ts.
  *
  * @internal
  */
@@ -15,6 +15,7 @@ import { resolve } from "../config/config.js"
 import * as Instrumentation from "../metrics/instrumentation.js"
 import * as Runtime from "../runtime/runtime.js"
 import { standingOf } from "./candidacy.js"
+import { draw } from "./incarnation.js"
 import { Participant } from "./participant.js"
 import type { Elector } from "./published.js"
 
@@ -36,6 +37,7 @@ export const make = (
     const clock = yield* Effect.clock
     const scope = yield* Effect.scope
     const tags = yield* Instrumentation.infoTags(name, identity)
+    const incarnation = yield* draw
     // Claims (name, identity) in this process, joins the election's metric
     // series and adds the elector's one finalizer, in one step that nothing
     // interrupts. One finalizer, straight on the scope (`Effect.addFinalizer`
@@ -47,7 +49,7 @@ export const make = (
       if (alive.has(key)) return Effect.fail(new DuplicateIdentity({ name, identity }))
       alive.add(key)
       const { initial, instrumentation, leave } = Instrumentation.join(name, identity, tags)
-      const elector = new Participant(input, config, store, standing, clock, instrumentation)
+      const elector = new Participant(input, config, store, standing, clock, instrumentation, incarnation)
       const release = Effect.suspend(() =>
         Effect.ensuring(
           elector.shutdown(),
@@ -60,6 +62,18 @@ export const make = (
       return Effect.as(Scope.addFinalizer(scope, release), { elector, initial })
     }))
     yield* initial
+    // A store written to the 0.1 contract still elects, as 0.1 did: refusing
+    // it would break a working deployment for a hazard it may not have.
+    if (store.incarnations !== true) {
+      yield* Effect.annotateLogs(
+        Effect.logWarning(
+          "the store does not keep incarnations (StoreShape.incarnations, Store contract 0.2): " +
+            "two processes given one identity are not told apart, and may lead together; " +
+            "give every process an identity of its own, or use a store that keeps them"
+        ),
+        { election: name, identity }
+      )
+    }
     // For the elector's life: a hint wakes it only while it follows.
     if (store.wakeUps !== undefined) yield* Scope.extend(store.wakeUps.subscribe(name, () => elector.hint()), scope)
     return elector

@@ -25,6 +25,7 @@ import * as Runtime from "../runtime/runtime.js"
 import { Advisory } from "./advisory.js"
 import { StoreCalls } from "./calls.js"
 import { outranks, type Standing } from "./candidacy.js"
+import { Collisions } from "./collisions.js"
 import { Following } from "./following.js"
 import { type Elector, type Observed, Published, type StepDown } from "./published.js"
 import * as Term from "./term.js"
@@ -62,6 +63,7 @@ export class Participant implements Elector {
   private readonly published: Published
   private readonly advice: Advisory
   private readonly calls: StoreCalls
+  private readonly collisions: Collisions
   /** The elector's log annotations. */
   private readonly annotations: Readonly<Record<string, string>>
   /** The highest fence any term of this participant has used. */
@@ -92,7 +94,9 @@ export class Participant implements Elector {
     readonly store: Store.StoreShape,
     private readonly standing: Standing | undefined,
     private readonly clock: Clock.Clock,
-    private readonly instrumentation: Instrumentation.Instrumentation
+    private readonly instrumentation: Instrumentation.Instrumentation,
+    /** What tells this elector's process apart in the store: given to every acquire. */
+    private readonly incarnation: string
   ) {
     this.name = config.name
     this.identity = config.identity
@@ -100,6 +104,7 @@ export class Participant implements Elector {
     this.published = new Published(this.identity, clock)
     this.advice = new Advisory(clock, instrumentation, this.annotations)
     this.calls = new StoreCalls(store, config, instrumentation, this.published)
+    this.collisions = new Collisions(this.name, this.identity, instrumentation)
     this.onNewLeader = input.onNewLeader
     this.onStartedLeading = input.onStartedLeading
     this.onStoppedLeading = input.onStoppedLeading
@@ -233,7 +238,7 @@ export class Participant implements Elector {
     const lease = Either.getOrUndefined(seen)
     const announce = this.observe(lease)
     if (announce !== undefined) yield* announce
-    if (lease !== undefined && Lease.isHeldBy(lease, this.identity)) {
+    if (lease !== undefined && this.mine(lease)) {
       // A valid lease of ours that no term of ours is using: an earlier term
       // that stepped down locally, or an acquire whose reply was lost. Give
       // it up, so that the next term is told apart by a fresh fence.
@@ -259,7 +264,7 @@ export class Participant implements Elector {
     const sentAt = this.nanos()
     const result = yield* this.calls.attempt(
       "acquire",
-      this.store.acquire(name, identity, leaseDuration, config.payload)
+      this.store.acquire(name, identity, leaseDuration, config.payload, this.incarnation)
     )
     const replyAt = this.nanos()
     if (Either.isLeft(result)) {
@@ -271,7 +276,7 @@ export class Participant implements Elector {
     const lease = result.right
     const announce = this.observe(lease)
     if (announce !== undefined) yield* announce
-    if (!Lease.isHeldBy(lease, identity)) return this.pause(yield* Random.next, lease, replyAt)
+    if (!this.mine(lease)) return this.pause(yield* Random.next, lease, replyAt)
     // A fence a term of ours already used: the database clock stepped back
     // and revived a lease this participant had given up, or let expire.
     // Leading under it again would let the old term's late writes pass for
@@ -541,21 +546,39 @@ export class Participant implements Elector {
   private observe(lease: Lease.Lease | undefined, deadline?: bigint): Effect.Effect<void> | undefined {
     const state = this.published.current
     const before = state.leader
+    const held = lease === undefined || Lease.isExpired(lease) ? undefined : lease
     // The leader seen last time, seen again (as most answers show it), is
     // kept as it is rather than built anew at every call. Its payload must
     // be the very same object: a store that decodes it afresh gets a new one.
-    const seen: Option.Option<Observed> = lease === undefined || Lease.isExpired(lease)
+    const seen: Option.Option<Observed> = held === undefined
       ? Option.none()
-      : Option.isSome(before) && before.value.holder === lease.holder && before.value.fence === lease.fence &&
-          before.value.payload === lease.payload
+      : Option.isSome(before) && before.value.holder === held.holder && before.value.fence === held.fence &&
+          before.value.payload === held.payload
       ? before
-      : Option.some({ holder: lease.holder, fence: lease.fence, payload: lease.payload })
+      : Option.some({ holder: held.holder, fence: held.fence, payload: held.payload })
+    const collided = this.collisions.seen(
+      lease,
+      held !== undefined && held.holder === this.identity && !this.mine(held),
+      this.nanos()
+    )
+    const wall = this.clock.unsafeCurrentTimeMillis()
     this.published.commit({
       ...state,
       term: deadline === undefined ? state.term : Option.map(state.term, (t) => ({ ...t, deadline })),
       leader: seen,
-      observedAt: Option.some(this.clock.unsafeCurrentTimeMillis())
+      observedAt: Option.some(wall),
+      identityCollision: collided === undefined ? state.identityCollision : Option.some(wall)
     })
+    const announced = this.announce(before, seen)
+    return collided === undefined
+      ? announced
+      : announced === undefined
+      ? collided
+      : Effect.zipRight(collided, announced)
+  }
+
+  // A new leader seen is logged and handed to `onNewLeader`.
+  private announce(before: Option.Option<Observed>, seen: Option.Option<Observed>): Effect.Effect<void> | undefined {
     if (Option.isNone(seen)) return undefined
     const { fence, holder } = seen.value
     if (Option.isSome(before) && before.value.holder === holder && before.value.fence === fence) return undefined
@@ -564,6 +587,16 @@ export class Participant implements Elector {
     return onNewLeader === undefined
       ? announced
       : Effect.zipRight(announced, this.advice.advise("onNewLeader", () => onNewLeader(holder, fence)))
+  }
+
+  // A lease is this participant's when it is held under its identity and,
+  // when the store keeps incarnations, under its incarnation: one under the
+  // same identity and another incarnation (or none) is another process's,
+  // given the same identity by mistake, and is followed, never released nor
+  // renewed (see collisions.ts). A store without incarnations (the contract
+  // of 0.1) tells processes apart by identity alone, as 0.1 did.
+  private mine(lease: Lease.Lease): boolean {
+    return Lease.isHeldBy(lease, this.identity, this.store.incarnations === true ? this.incarnation : undefined)
   }
 
   /** The local monotonic clock: inside a running effect, what `clock.currentTimeNanos` would give. */

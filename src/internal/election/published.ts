@@ -51,6 +51,8 @@ export interface State {
   /** Local wall-clock milliseconds. */
   readonly observedAt: Option.Option<number>
   readonly lastError: Option.Option<LastError>
+  /** Local wall-clock milliseconds when an answer last showed the identity held by another live process. */
+  readonly identityCollision: Option.Option<number>
 }
 
 /**
@@ -64,7 +66,8 @@ const initial: State = {
   term: Option.none(),
   leader: Option.none(),
   observedAt: Option.none(),
-  lastError: Option.none()
+  lastError: Option.none(),
+  identityCollision: Option.none()
 }
 
 /**
@@ -236,7 +239,8 @@ export class Published {
       leaderPayload: Option.flatMap(s.leader, (o) => Option.fromNullable(o.payload)),
       observedAt: Option.map(s.observedAt, (ms) => new Date(ms)),
       validUntil: Option.map(term, (t) => new Date(wall + Number((t.deadline - now) / 1_000_000n))),
-      lastError: s.lastError
+      lastError: s.lastError,
+      identityCollision: Option.map(s.identityCollision, (ms) => new Date(ms))
     }
   }
 }

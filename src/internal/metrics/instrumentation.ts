@@ -25,6 +25,8 @@ export interface Instrumentation {
   ) => Effect.Effect<void>
   readonly callbackDropped: Effect.Effect<void>
   readonly storeFatal: (failing: boolean) => Effect.Effect<void>
+  /** An answer showed the participant's identity held by another live process. */
+  readonly identityCollision: Effect.Effect<void>
   /** Runs a store call in a span named for its operation (see {@link isNative}: a caller skips it without a tracer). */
   readonly span: (
     operation: Operation,
@@ -94,7 +96,9 @@ const election = (name: string): Election => {
         Metric.tagged(Metric.tagged(tag(Metrics.callbackFailures), "callback", callback), "outcome", outcome)
       ),
     callbackDropped: Metric.increment(tag(Metrics.callbacksDropped)),
-    storeFatal: (on) => on ? failing : recovered
+    storeFatal: (on) => on ? failing : recovered,
+    // Built when it happens, which is rare, rather than kept for every election.
+    identityCollision: Effect.suspend(() => Metric.increment(tag(Metrics.identityCollisions)))
   }
 }
 
@@ -165,6 +169,7 @@ export const join = (name: string, identity: string, tags: ReadonlyArray<MetricL
       callbackFailed: shared.callbackFailed,
       callbackDropped: shared.callbackDropped,
       storeFatal: shared.storeFatal,
+      identityCollision: shared.identityCollision,
       span: (operation, fence) => (call) =>
         Effect.withSpan(call, `leaderelection.${operation}`, {
           attributes: fence === undefined

@@ -20,7 +20,8 @@ export const StatusFromJson = Schema.Struct({
   leaderPayload: Schema.OptionFromNullOr(Schema.Uint8ArrayFromBase64),
   observedAt: Schema.OptionFromNullOr(Schema.Date),
   validUntil: Schema.OptionFromNullOr(Schema.Date),
-  lastError: Schema.OptionFromNullOr(ErrorSummary)
+  lastError: Schema.OptionFromNullOr(ErrorSummary),
+  identityCollision: Schema.OptionFromNullOr(Schema.Date)
 })
 
 const encode = Schema.encodeSync(StatusFromJson)
