@@ -4,11 +4,13 @@
  * somebody else's. The one that follows never releases, renews or continues
  * it, and reports the collision once the other process shows itself alive.
  * A store that keeps no incarnations elects as 0.1 did, and says so once.
+ * A lease the store holds back after the database changed is nobody's.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, LogLevel, Metric, Option, Scope, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
 import { Incarnations } from "../src/internal/election/incarnation.js"
+import * as Lease from "../src/Lease.js"
 import * as Metrics from "../src/Metrics.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
@@ -217,5 +219,42 @@ describe("a store that keeps no incarnations (the 0.1 contract)", () => {
       yield* seconds(30)
       expect(yield* elector.isLeader).toBe(true)
       expect(warnings).toEqual([])
+    }))
+})
+
+describe("a lease held back after the database changed", () => {
+  it.scoped("is no new leader: said once at INFO, no leader shown meanwhile, claimed once it expires", () =>
+    Effect.gen(function*() {
+      const { copy, restore, store: db } = yield* world
+      const name = fresh()
+      // A term on the old server, which then fails over to a copy of itself.
+      yield* db.acquire(name, "x", Duration.seconds(1), null, "x")
+      yield* restore(yield* copy)
+      yield* seconds(2)
+      const lines = yield* logLines(LogLevel.Info)
+      const announced: Array<string> = []
+      const elector = yield* participant(db, {
+        name,
+        identity: "b",
+        onNewLeader: (holder, fence) => Effect.sync(() => void announced.push(`${holder}@${fence}`))
+      }, "b")
+      yield* start(elector)
+      const heldBack = yield* db.inspect(name)
+      expect(Lease.isHeldBack(heldBack)).toBe(true)
+      const fence = 1n + Lease.fenceJump
+      expect(heldBack.fence).toBe(fence)
+      const said = () => lines.filter((line) => line.includes("held back"))
+      const expected = `INFO lease "${name}" is held back until ${heldBack.expiresAt.toISOString()} under fence ` +
+        `${fence}: the database behind the store changed (a failover or a restart)`
+      expect(said()).toEqual([expected])
+      const status = yield* elector.status
+      expect(status).toMatchObject({ isLeader: false, leader: Option.none(), leaderFence: Option.none() })
+      // Its polls meanwhile see it again, and say nothing more.
+      yield* seconds(14.9)
+      expect(yield* elector.isLeader).toBe(false)
+      expect(said()).toEqual([expected])
+      yield* seconds(0.2)
+      expect(yield* elector.fence).toEqual(Option.some(fence + 1n))
+      expect(announced).toEqual([`b@${fence + 1n}`])
     }))
 })

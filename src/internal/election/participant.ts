@@ -78,6 +78,8 @@ export class Participant implements Elector {
   // timed out: the store is overloaded or unreachable), since the last
   // answer. A fatal error needs an operator, not fewer polls.
   private stepFailures = 0
+  /** The fence of the last lease seen held back, announced once. */
+  private heldBack: bigint | undefined = undefined
   /** The follow loop, while it runs. */
   private following: Following | undefined = undefined
   /** The fiber running `run`, so that closing the elector's scope stops it. */
@@ -542,11 +544,15 @@ export class Participant implements Elector {
 
   // Records what a store call saw, in one change of the state: with the
   // term's new deadline when it is a renewal's answer. What it gives back
-  // (a new leader to announce) is what remains to run, if anything.
+  // (a new leader to announce, a collision or a hold-back to report) is
+  // what remains to run, if anything.
   private observe(lease: Lease.Lease | undefined, deadline?: bigint): Effect.Effect<void> | undefined {
     const state = this.published.current
     const before = state.leader
-    const held = lease === undefined || Lease.isExpired(lease) ? undefined : lease
+    // A lease held back after the database changed is nobody's: while it
+    // is, there is no leader to show.
+    const heldBack = lease !== undefined && Lease.isHeldBack(lease)
+    const held = lease === undefined || heldBack || Lease.isExpired(lease) ? undefined : lease
     // The leader seen last time, seen again (as most answers show it), is
     // kept as it is rather than built anew at every call. Its payload must
     // be the very same object: a store that decodes it afresh gets a new one.
@@ -569,12 +575,9 @@ export class Participant implements Elector {
       observedAt: Option.some(wall),
       identityCollision: collided === undefined ? state.identityCollision : Option.some(wall)
     })
+    const noted = collided ?? (heldBack ? this.holdingBack(lease) : undefined)
     const announced = this.announce(before, seen)
-    return collided === undefined
-      ? announced
-      : announced === undefined
-      ? collided
-      : Effect.zipRight(collided, announced)
+    return noted === undefined ? announced : announced === undefined ? noted : Effect.zipRight(noted, announced)
   }
 
   // A new leader seen is logged and handed to `onNewLeader`.
@@ -587,6 +590,21 @@ export class Participant implements Elector {
     return onNewLeader === undefined
       ? announced
       : Effect.zipRight(announced, this.advice.advise("onNewLeader", () => onNewLeader(holder, fence)))
+  }
+
+  // Said once per hold-back (each has a fence of its own): no participant
+  // leads until it expires, which is what the operator sees meanwhile.
+  private holdingBack(lease: Lease.Lease): Effect.Effect<void> | undefined {
+    if (lease.fence === this.heldBack) return undefined
+    this.heldBack = lease.fence
+    return Effect.annotateLogs(
+      Effect.logInfo(
+        `lease "${this.name}" is held back until ${lease.expiresAt.toISOString()} under fence ${lease.fence}: ` +
+          `the database behind the store changed (a failover or a restart)`
+      ),
+      "fence",
+      String(lease.fence)
+    )
   }
 
   // A lease is this participant's when it is held under its identity and,
