@@ -6,7 +6,8 @@ import mysql from "mysql2/promise"
 import { execFile } from "node:child_process"
 import { EventEmitter } from "node:events"
 import pg from "pg"
-import { formatMillis, main, type Terminal, untilClosed } from "../packages/cli/src/cli.js"
+import { formatMillis, main, render, type Terminal, toJson, untilClosed } from "../packages/cli/src/cli.js"
+import type { Lease } from "../src/Lease.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
@@ -405,6 +406,48 @@ describe("leaderelection schema", () => {
       expect(run.exit._tag).toBe("Failure")
       expect(run.err).toEqual(["leaderelection: invalid config: table: must not end with a space"])
     }))
+})
+
+describe("status of a held-back lease, and of a lease's incarnation", () => {
+  const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 10, 0, 0, seconds * 1000))
+  // Held back after a failover, 4.5s before it can be claimed.
+  const heldBack: Lease = {
+    name: "alpha",
+    holder: "",
+    fence: 4294967297n,
+    payload: null,
+    acquiredAt: at(10),
+    renewedAt: at(10),
+    expiresAt: at(25),
+    now: at(20.5)
+  }
+  const held: Lease = { ...heldBack, name: "beta", holder: "node-b", incarnation: "9f2c41aa", fence: 3n }
+
+  it("shows no holder and no term, only how long until it can be claimed", () => {
+    const [header, alpha, beta] = render("t", [heldBack, held]).split("\n")
+    expect(cells(header)).toEqual(["ELECTION", "HOLDER", "FENCE", "REMAINING", "TERM AGE", "STATE"])
+    expect(cells(alpha)).toEqual([
+      "alpha",
+      "-",
+      "4294967297",
+      "4.5s",
+      "-",
+      "held back (nobody leads: the database changed)"
+    ])
+    expect(cells(beta)).toEqual(["beta", "node-b", "3", "4.5s", "10.5s", "leading"])
+  })
+
+  it("--json names the state heldBack, and gives each lease's incarnation", () => {
+    expect(toJson(heldBack)).toMatchObject({
+      holder: "",
+      incarnation: null,
+      state: "heldBack",
+      remainingMs: 4500,
+      termAgeMs: null,
+      vacantForMs: null
+    })
+    expect(toJson(held)).toMatchObject({ holder: "node-b", incarnation: "9f2c41aa", state: "leading" })
+  })
 })
 
 describe("formatMillis", () => {

@@ -9,7 +9,7 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import type { InvalidConfig } from "effect-leaderelection/ElectorError"
-import type { Lease } from "effect-leaderelection/Lease"
+import { isHeldBack, type Lease } from "effect-leaderelection/Lease"
 import type { Candidate, StoreError } from "effect-leaderelection/Store"
 import * as MysqlStore from "effect-leaderelection/stores/MysqlStore"
 import * as PgStore from "effect-leaderelection/stores/PgStore"
@@ -116,22 +116,33 @@ export const formatMillis = (ms: number): string => {
  * What a row says about its election. A vacant row was either released (its
  * holder gave the lease up: the store wrote the expiry with the same clock
  * read as the last write, see `Store.release`) or it expired (the holder
- * stopped renewing: the expiry is a whole TTL after the last renewal).
+ * stopped renewing: the expiry is a whole TTL after the last renewal). A row
+ * held back (`Lease.isHeldBack`: the database changed under the store, a
+ * failover or a restart) is held by nobody until it expires.
  */
-export type State = "leading" | "released" | "expired"
+export type State = "leading" | "heldBack" | "released" | "expired"
 
 export const stateOf = (lease: Lease): State =>
-  lease.expiresAt.getTime() > lease.now.getTime()
+  isHeldBack(lease)
+    ? "heldBack"
+    : lease.expiresAt.getTime() > lease.now.getTime()
     ? "leading"
     : lease.expiresAt.getTime() <= lease.renewedAt.getTime()
     ? "released"
     : "expired"
 
+/** What the STATE column says of a row that nobody holds. */
+const vacancy = (state: Exclude<State, "leading">, lease: Lease): string =>
+  state === "heldBack"
+    ? "held back (nobody leads: the database changed)"
+    : `${state} ${formatMillis(lease.now.getTime() - lease.expiresAt.getTime())} ago (nobody leads)`
+
 /**
  * One line per election. Every duration is a difference of instants the
  * database reported in one statement, so no local clock is involved. A
  * vacant row has no remaining lease and no term: it says how long ago it was
- * released or expired.
+ * released or expired. A held-back row has no holder and no term; its
+ * remaining lease is how long until it can be claimed.
  */
 export const render = (
   table: string,
@@ -145,11 +156,11 @@ export const render = (
     const leading = state === "leading"
     return [
       lease.name,
-      lease.holder,
+      lease.holder === "" ? "-" : lease.holder,
       lease.fence.toString(),
-      leading ? formatMillis(lease.expiresAt.getTime() - now) : "-",
+      leading || state === "heldBack" ? formatMillis(lease.expiresAt.getTime() - now) : "-",
       leading ? formatMillis(now - lease.acquiredAt.getTime()) : "-",
-      leading ? state : `${state} ${formatMillis(now - lease.expiresAt.getTime())} ago (nobody leads)`
+      leading ? state : vacancy(state, lease)
     ]
   })
   const leading = new Set(
@@ -180,14 +191,17 @@ const columns = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArra
 /** One election as `--json` prints it: instants in ISO 8601, the fence as a string, the payload in base64. */
 export interface ElectionJson {
   readonly name: string
+  /** Empty while held back. */
   readonly holder: string
+  /** Which process of the holder's identity holds it (`Lease.incarnation`), when the store records one. */
+  readonly incarnation: string | null
   readonly fence: string
   readonly state: State
-  /** Lease left, while leading. */
+  /** Lease left, while leading; while held back, until it can be claimed. */
   readonly remainingMs: number | null
   /** Age of the current term, while leading. */
   readonly termAgeMs: number | null
-  /** Since the lease was released or expired, while vacant. */
+  /** Since the lease was released or expired, while vacant (not while held back). */
   readonly vacantForMs: number | null
   readonly payload: string | null
   readonly acquiredAt: string
@@ -201,14 +215,16 @@ export const toJson = (lease: Lease): ElectionJson => {
   const state = stateOf(lease)
   const now = lease.now.getTime()
   const leading = state === "leading"
+  const heldBack = state === "heldBack"
   return {
     name: lease.name,
     holder: lease.holder,
+    incarnation: lease.incarnation ?? null,
     fence: lease.fence.toString(),
     state,
-    remainingMs: leading ? lease.expiresAt.getTime() - now : null,
+    remainingMs: leading || heldBack ? lease.expiresAt.getTime() - now : null,
     termAgeMs: leading ? now - lease.acquiredAt.getTime() : null,
-    vacantForMs: leading ? null : now - lease.expiresAt.getTime(),
+    vacantForMs: leading || heldBack ? null : now - lease.expiresAt.getTime(),
     payload: lease.payload === null ? null : Buffer.from(lease.payload).toString("base64"),
     acquiredAt: lease.acquiredAt.toISOString(),
     renewedAt: lease.renewedAt.toISOString(),
