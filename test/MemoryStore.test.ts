@@ -7,10 +7,22 @@ import { StoreSuite } from "../src/testing.js"
 
 const threeDays = Duration.days(3)
 
+// The store the running case was given (the suite builds one a case, and runs
+// them one at a time), so that the suite can move it to another server.
+let current: Effect.Effect.Success<ReturnType<typeof MemoryStore.makeWithContents>> | undefined
+
 // The reference store with its database clock three days ahead of the local one.
 StoreSuite.run(
   "MemoryStore",
-  Layer.unwrapEffect(Effect.map(MemoryStore.makeClock({ offset: threeDays }), (clock) => MemoryStore.layer({ clock })))
+  Layer.effect(
+    Store.Store,
+    Effect.gen(function*() {
+      current = yield* MemoryStore.makeWithContents({ clock: yield* MemoryStore.makeClock({ offset: threeDays }) })
+      return current.store
+    })
+  ),
+  // A standby that had every write: every record now reads as another server's.
+  { writtenElsewhere: () => Effect.suspend(() => Effect.flatMap(current!.copy, current!.restore)) }
 )
 
 describe("MemoryStore database clock", () => {

@@ -74,7 +74,7 @@ describe("StoreSuite speaks store", () => {
       expect(report.failures.map((f) => f.name)).toHaveLength(2)
       expect(report.summary).toContain("  × renew fails with LeaseLost rather than silently succeeding")
       expect(report.summary).toContain("      the contract requires: renewing an expired lease: fail with LeaseLost")
-      expect(report.summary.split("\n").at(-1)).toBe("2 failed, 19 passed, 0 skipped")
+      expect(report.summary.split("\n").at(-1)).toBe("2 failed, 21 passed, 1 skipped")
     }))
 
   it.live("a store without job slots or candidates has those cases skipped, not passed", () =>
@@ -82,6 +82,9 @@ describe("StoreSuite speaks store", () => {
       const report = yield* StoreSuite.check("bare", bare, { modelRuns: 20 })
       expect(report.failures).toEqual([])
       expect(report.skipped).toEqual([
+        "a lease is its incarnation's: the same identity under another neither continues nor takes it over",
+        "concurrent acquires by one identity under twelve incarnations elect exactly one",
+        "after the database changed, a claim holds the lease back; the leader whose lease survived renews it",
         "a slot is claimed under the term, completed once, and reported as the job's latest",
         "a deposed term can neither claim nor complete; its successor re-runs an open slot only when asked",
         "slot calls are held to the limits",
@@ -91,7 +94,13 @@ describe("StoreSuite speaks store", () => {
       expect(report.summary).toContain(
         "  ↓ slot calls are held to the limits (skipped: the store has no scheduled-job slots (StoreShape.slots))"
       )
-      expect(report.summary.split("\n").at(-1)).toBe("0 failed, 16 passed, 5 skipped")
+      // A store written to the contract of 0.1 is told so.
+      expect(report.summary).toContain(
+        "  ↓ concurrent acquires by one identity under twelve incarnations elect exactly one (skipped: the store " +
+          "does not keep incarnations (StoreShape.incarnations): it runs the contract of 0.1, where two processes " +
+          "given one identity are not told apart)"
+      )
+      expect(report.summary.split("\n").at(-1)).toBe("0 failed, 16 passed, 8 skipped")
     }))
 
   it.live("a case past its timeout fails, saying so", () =>
@@ -129,7 +138,7 @@ describe("StoreSuite speaks store", () => {
     const { VITEST: _, VITEST_WORKER_ID: __, VITEST_POOL_ID: ___, ...env } = process.env
     const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], { env })
     expect(stdout).toContain("store contract: MemoryStore\n  ✓ inspect of a missing record fails with NoLease")
-    expect(stdout.trim().split("\n").at(-1)).toBe("0 failed, 21 passed, 0 skipped")
+    expect(stdout.trim().split("\n").at(-1)).toBe("0 failed, 23 passed, 1 skipped")
   })
 })
 
@@ -203,14 +212,55 @@ describe("StoreSuite on other broken stores", () => {
         /^renew\('storetest-renew-[^']+', 'a', 1n, 5m, Uint8Array\(2\) \[ 2, 3 \]\)\n {2}answered: \{ .*fence: 2n, .*\}\n {2}the contract requires: a renewal keeps the term and stores the new payload: \{ fence: 1n, /
       )
       expect(message("operation-level model")).toMatch(
-        /^renew\('storetest-model-[01]-[^']+', '([abc])', (\d+)n, (2s|5m), null\)\n {2}answered: \{ .*holder: '\1', fence: \d+n, .*\}\n {2}the contract requires: the holder's renewal succeeds: holder '\1', fence \2n, payload null, valid\n/
+        /^renew\('storetest-model-[01]-[^']+', '([abc])', (\d+)n, (2s|5m), null\)\n {2}answered: \{ .*holder: '\1', (incarnation: '[12]', )?fence: \d+n, .*\}\n {2}the contract requires: the holder's renewal succeeds: holder '\1', fence \2n, payload null, valid(, incarnation '[12]')?\n/
       )
+    }))
+
+  it.live("a store that says it keeps incarnations but tells processes apart by identity alone", () =>
+    Effect.gen(function*() {
+      const layer = withStore((inner) => ({
+        acquire: (name, identity, ttl, payload) => inner.acquire(name, identity, ttl, payload)
+      }))
+      const report = yield* StoreSuite.check("drops incarnations", layer)
+      const message = (name: string) => report.failures.find((f) => f.name.startsWith(name))?.message
+      expect(message("a lease is its incarnation's")).toMatch(
+        /^acquire\('storetest-incarnation-[^']+', 'a', 2s, Uint8Array\(1\) \[ 1 \], 'i{63}1'\)\n {2}answered: .*\n {2}the contract requires: the first term is its caller's incarnation's, kept whole: \{ holder: 'a', incarnation: 'i{63}1', fence: 1n \} \(got \{ holder: 'a', incarnation: undefined, fence: 1n \}\)\n/
+      )
+      expect(message("concurrent acquires by one identity")).toContain(
+        "the contract requires: exactly one of concurrent acquires wins, the others see its lease: winners: 1 (got 0)"
+      )
+      expect(message("operation-level model")).toMatch(/, incarnation '[12]'\n/)
+    }))
+
+  it.live("a store that ignores the server a record was written on: the claim that should have held it back", () =>
+    Effect.gen(function*() {
+      const report = yield* StoreSuite.check("no hold-back", MemoryStore.layer(), {
+        writtenElsewhere: () => Effect.void
+      })
+      const message = (name: string) => report.failures.find((f) => f.name.startsWith(name))?.message
+      const lines = message("after the database changed")!.split("\n")
+      expect(lines[0]).toMatch(/^acquire\('storetest-own-elsewhere-[^']+', 'a', 2s, Uint8Array\(1\) \[ 2 \], 'i1'\)$/)
+      expect(lines[2]).toBe(
+        "  the contract requires: a claim on one's own lease written by another server: held back by nobody, " +
+          "under the fence moved on by Lease.fenceJump: { holder: '', fence: 4294967297n, payload: null } " +
+          "(got { holder: 'a', fence: 1n, payload: Uint8Array(1) [ 2 ] })"
+      )
+      expect(lines.slice(-2)).toEqual([
+        expect.stringMatching(
+          /^ {4}\(the record of 'storetest-own-elsewhere-[^']+' now looks written by another server\)$/
+        ),
+        expect.stringMatching(
+          /^ {4}acquire\(.*\) → holder 'a' \(incarnation 'i1'\), fence 1n, payload .*, expires in 2s$/
+        )
+      ])
+      expect(message("operation-level model")).toContain("now looks written by another server)\n")
+      expect(report.failures).toHaveLength(2)
     }))
 
   it.live("a layer that does not build fails every case, saying so", () =>
     Effect.gen(function*() {
       const report = yield* StoreSuite.check("no database", Layer.fail("no database"), { modelRuns: 1 })
-      expect(report.failures).toHaveLength(21)
+      expect(report.failures).toHaveLength(24)
       expect(report.failures[0]?.message).toBe("the store's layer or the case failed: 'no database'")
     }))
 

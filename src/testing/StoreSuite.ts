@@ -2,15 +2,19 @@
  * The acceptance suite every built-in store runs, for your own store: atomic
  * takeover, fences that never repeat, guarded renewals that fail rather than
  * silently succeed, release semantics, the database-clock rules, the
- * documented limits, the optional scheduled-job slots and candidate
- * operations, and an operation-level model of the whole contract checked by
- * fast-check (the copy `effect/FastCheck` ships).
+ * documented limits, incarnations and the leases held back after the
+ * database changed (Store contract 0.2), the optional scheduled-job slots
+ * and candidate operations, and an operation-level model of the whole
+ * contract checked by fast-check (the copy `effect/FastCheck` ships).
  *
  * A failing case names the store call that broke a rule of the contract
  * (the write before the `inspect` that noticed, when one did), what the
  * store answered, the rule, and the case's store calls in order; the model's
  * failure lists the shortest failing sequence of calls it found. Cases of an
- * optional operation the store does not offer are skipped, not passed.
+ * optional operation the store does not offer are skipped, not passed. So
+ * are the incarnation cases of a store without `StoreShape.incarnations`
+ * (written to the contract of 0.1: the skip says so), and the cases after a
+ * change of server when the options give no `writtenElsewhere`.
  *
  * `run` needs `vitest` (a dev dependency of your project); `check` runs
  * anywhere, a plain node script included.
@@ -50,6 +54,18 @@ export interface Options {
    * need not change.
    */
   readonly timeout?: Duration.DurationInput | undefined
+  /**
+   * For a store that records the server each lease was written on (as every
+   * SQL store does, see `StoreShape.acquire`): makes the record of election
+   * `name` look written by another server, as a failover to a standby or a
+   * restart of the database would (for a SQL store, an UPDATE of the row's
+   * server column to a value no server has). With it, the suite checks that
+   * a claim on such a record holds the lease back (held by nobody, its fence
+   * moved on by `Lease.fenceJump`) rather than begin a term, that another's
+   * valid lease is left to its renewals, and that a term begins once the
+   * hold-back expires. Without it, those cases are skipped.
+   */
+  readonly writtenElsewhere?: ((name: string) => Effect.Effect<void, unknown>) | undefined
 }
 
 /**
@@ -94,7 +110,8 @@ const harness = (name: string, layer: Layer.Layer<Store.Store, unknown>, options
   layer,
   live: options.live ?? false,
   modelRuns: options.modelRuns,
-  timeout: options.timeout === undefined ? undefined : Duration.decode(options.timeout)
+  timeout: options.timeout === undefined ? undefined : Duration.decode(options.timeout),
+  writtenElsewhere: options.writtenElsewhere
 })
 
 /**

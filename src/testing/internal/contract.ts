@@ -149,8 +149,13 @@ export class Probe {
 
   /** Records that `d` passed on the store's clock. */
   elapsed(d: Duration.Duration): void {
-    const passes = `(time passes: ${Duration.format(d)})`
-    this.entries.push({ operation: passes, line: passes, kind: "time", answered: "", brief: "" })
+    this.happened(`time passes: ${Duration.format(d)}`)
+  }
+
+  /** Records something that happened to the store between calls, in parentheses. */
+  happened(what: string): void {
+    const line = `(${what})`
+    this.entries.push({ operation: line, line, kind: "time", answered: "", brief: "" })
   }
 
   /** What a case's failure means, in the store's terms. */
@@ -213,7 +218,8 @@ const brief = (value: unknown): string => {
   if (isLease(value)) {
     const expiry = Lease.isExpired(value) ? "expired" : `expires in ${Duration.format(Lease.ttl(value))}`
     const payload = value.payload === null ? "" : `, payload ${glance(value.payload)}`
-    return `holder ${glance(value.holder)}, fence ${show(value.fence)}${payload}, ${expiry}`
+    const incarnation = value.incarnation === undefined ? "" : ` (incarnation ${glance(value.incarnation)})`
+    return `holder ${glance(value.holder)}${incarnation}, fence ${show(value.fence)}${payload}, ${expiry}`
   }
   const tag = typeof value === "object" && value !== null ? (value as { readonly _tag?: unknown })._tag : undefined
   if (value instanceof Error && typeof tag === "string") return tag

@@ -6,10 +6,12 @@
  * dialect-specific semantics.
  *
  * The cases live by section of the contract (`suite/leases.ts`,
- * `suite/slots.ts`, `suite/candidates.ts`, and the operation-level model in
- * `model.ts`). This runner runs each on its own (`runCase`): a case passes,
- * fails with a {@link ContractViolation} (the call, the store's answer, the
- * rule), or is skipped when the store lacks an optional operation.
+ * `suite/incarnations.ts`, `suite/slots.ts`, `suite/candidates.ts`, and the
+ * operation-level model in `model.ts`). This runner runs each on its own
+ * (`runCase`): a case passes, fails with a {@link ContractViolation} (the
+ * call, the store's answer, the rule), or is skipped when the store lacks an
+ * optional operation (or keeps no incarnations, or the harness cannot make a
+ * record look written by another server).
  * `register.ts` makes them tests of the caller's vitest; `checkStore` runs
  * them all as one Effect, anywhere.
  */
@@ -17,6 +19,7 @@ import { Cause, Data, Duration, Effect, Exit, TestContext } from "effect"
 import { ContractViolation, show, Skipped } from "./contract.js"
 import { modelCase } from "./model.js"
 import { candidateCases } from "./suite/candidates.js"
+import { incarnationCases } from "./suite/incarnations.js"
 import { bind, type Case, defaultModelRuns, type StoreHarness } from "./suite/kit.js"
 import { leaseCases } from "./suite/leases.js"
 import { slotCases } from "./suite/slots.js"
@@ -45,7 +48,7 @@ export type CaseResult =
 
 /** Every case of the suite, section by section as `Store.ts` has them, the model last. */
 export const suiteCases = (harness: StoreHarness): ReadonlyArray<Case> => [
-  ...[...leaseCases, ...slotCases, ...candidateCases].map((c) => bind(harness, c)),
+  ...[...leaseCases, ...incarnationCases, ...slotCases, ...candidateCases].map((c) => bind(harness, c)),
   modelCase(harness)
 ]
 

@@ -25,6 +25,8 @@ export interface StoreHarness {
   readonly modelRuns?: number | undefined
   /** How long one case may take (default: the runner's `defaultTimeout`). */
   readonly timeout?: Duration.DurationInput | undefined
+  /** Makes an election's record look written by another server (`StoreSuite.Options.writtenElsewhere`). */
+  readonly writtenElsewhere?: ((name: string) => Effect.Effect<void, unknown>) | undefined
 }
 
 /**
@@ -72,6 +74,8 @@ export interface Session extends Timing {
   readonly probe: Probe
   /** Lets `d` pass on the store's clock (sleeping when it is live). */
   readonly elapse: (d: Duration.Duration) => Effect.Effect<void>
+  /** The harness's `writtenElsewhere`, recorded among the calls; undefined without one. */
+  readonly writtenElsewhere: ((name: string) => Effect.Effect<void, unknown>) | undefined
 }
 
 /**
@@ -86,12 +90,18 @@ export const withSession = <A>(
 ): Effect.Effect<A, unknown> =>
   Effect.flatMap(Store.Store, (store) => {
     const probe = new Probe()
+    const { writtenElsewhere } = harness
     const session: Session = {
       ...timing(harness.live),
       store: traced(store, probe),
       probe,
       elapse: (d) =>
-        Effect.zipRight(Effect.sync(() => probe.elapsed(d)), harness.live ? Effect.sleep(d) : TestClock.adjust(d))
+        Effect.zipRight(Effect.sync(() => probe.elapsed(d)), harness.live ? Effect.sleep(d) : TestClock.adjust(d)),
+      writtenElsewhere: writtenElsewhere === undefined ? undefined : (name) =>
+        Effect.zipRight(
+          Effect.sync(() => probe.happened(`the record of ${show(name)} now looks written by another server`)),
+          writtenElsewhere(name)
+        )
     }
     return Effect.catchAllCause(f(session), (cause) => Effect.failCause(probe.explain(cause, history)))
   }).pipe(Effect.provide(harness.layer))
@@ -111,16 +121,34 @@ export const bind = (harness: StoreHarness, c: StoreCase): Case => ({
   body: withSession(harness, c.body)
 })
 
-/** Twelve contenders acquire at once: exactly one of them must win. */
-export const race = ({ long, probe, store }: Session, name: string) =>
+/**
+ * Twelve contenders acquire at once: exactly one of them must win. They are
+ * twelve identities, or with `identity` twelve incarnations of it.
+ */
+export const race = ({ long, probe, store }: Session, name: string, identity?: string) =>
   Effect.gen(function*() {
     const contenders = Array.from({ length: 12 }, (_, i) => `c${i}`)
+    const calls = identity === undefined
+      ? `12 concurrent acquire(${show(name)}, 'c0' ... 'c11', ${show(long)}, null)`
+      : `12 concurrent acquire(${show(name)}, ${show(identity)}, ${show(long)}, null, 'c0' ... 'c11')`
     const results = yield* probe.together(
-      `12 concurrent acquire(${show(name)}, 'c0' ... 'c11', ${show(long)}, null)`,
-      Effect.all(contenders.map((who) => store.acquire(name, who, long, null)), { concurrency: "unbounded" }),
-      (leases) => show(leases.map((lease) => `${lease.holder}@${lease.fence}`))
+      calls,
+      Effect.all(
+        contenders.map((who) =>
+          identity === undefined ? store.acquire(name, who, long, null) : store.acquire(name, identity, long, null, who)
+        ),
+        { concurrency: "unbounded" }
+      ),
+      (leases) =>
+        show(leases.map((lease) =>
+          `${lease.holder}${lease.incarnation === undefined ? "" : `/${lease.incarnation}`}@${lease.fence}`
+        ))
     )
-    const winners = results.filter((lease, i) => Lease.isHeldBy(lease, contenders[i]!))
+    const winners = results.filter((lease, i) =>
+      identity === undefined
+        ? Lease.isHeldBy(lease, contenders[i]!)
+        : Lease.isHeldBy(lease, identity, contenders[i]!)
+    )
     rule("exactly one of concurrent acquires wins, the others see its lease: winners", winners.length).is(1)
     return { results, winner: winners[0]! }
   })
