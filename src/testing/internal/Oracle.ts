@@ -67,6 +67,12 @@ export class Oracle {
   ledAt: number | undefined
   /** Once the faults have stopped: when, and the hysteresis leadership must respect. */
   private quiet: { readonly at: number; readonly hysteresis: number } | undefined
+  /**
+   * After the latest failover: the highest fence handed out before it, and
+   * until when a leader under such a fence may still believe in a term the
+   * promoted standby lost.
+   */
+  private lost: { readonly fence: bigint; readonly until: number } | undefined
   /** Since the faults stopped: which process started the latest term, and when each one last stopped leading. */
   private lastStarter: string | undefined
   private readonly stoppedAt = new Map<string, number>()
@@ -78,6 +84,18 @@ export class Oracle {
   /** The faults stopped at `at`; from now on leadership must not flap faster than `hysteresis`. */
   calm(at: number, hysteresis: number): void {
     this.quiet = { at, hysteresis }
+  }
+
+  /**
+   * The database failed over at `at`. A leader whose term the standby lost
+   * learns it at its next renewal, and steps down by the end of the lease it
+   * last renewed, at most `leaseDuration` after the failover: until then it
+   * is a leader the database does not know. Safety does not rest on it
+   * knowing sooner: the store holds the lease back rather than let anyone
+   * else lead or reuse a fence (the other checks still judge that).
+   */
+  failedOver(at: number, leaseDuration: number): void {
+    this.lost = { fence: this.highest, until: at + leaseDuration }
   }
 
   onStart(process: string, fence: bigint, at: number): void {
@@ -137,7 +155,9 @@ export class Oracle {
     }
     for (const leader of leaders) {
       const held = lease !== undefined && Lease.isHeldBy(lease, leader.identity) && lease.fence === leader.fence
-      if (!held) {
+      const lostTrack = this.lost !== undefined && at < this.lost.until && leader.fence !== undefined &&
+        leader.fence <= this.lost.fence
+      if (!held && !lostTrack) {
         const db = lease === undefined
           ? "no record"
           : `${lease.holder}@${lease.fence}, ${lease.expiresAt.getTime() - lease.now.getTime()}ms left`

@@ -44,9 +44,11 @@
  * is R / rmin, and nothing fails any more: by Q + T/rmin + L + S + R/rmin
  * someone has inspected the expired record, released it if it was its own,
  * and acquired it. The bound adds one sampling step and 10ms of rounding.
- * A schedule with a failover allows a whole lease more, L / rmin: a
- * participant that sees a promoted standby may hold its claims off until
- * the leader whose term the standby lost has stepped down.
+ * A schedule with a failover allows one lease held back more, L + R / rmin:
+ * the first claim on a record the promoted standby served holds the lease
+ * back for L (of the database clock), and a poll later someone claims it.
+ * Records written after the failover are the new server's, so it happens
+ * once; a hold-back before Q ends within the record's own expiry above.
  */
 import {
   type Clock,
@@ -64,6 +66,7 @@ import {
   TestClock
 } from "effect"
 import * as Elector from "../../Elector.js"
+import { Incarnations } from "../../internal/election/incarnation.js"
 import { scheduler as runningScheduler } from "../../internal/runtime/runtime.js"
 import type * as Job from "../../Job.js"
 import * as Leadership from "../../Leadership.js"
@@ -175,7 +178,7 @@ export const livenessBound = (schedule: Schedule, step: number): number => {
   const slowest = Math.min(...schedule.rates.map(rateToNumber))
   const steppedBack = schedule.events.reduce((sum, e) => sum + (e.event._tag === "StepBack" ? e.event.millis : 0), 0)
   const failedOver = schedule.events.some((e) => e.event._tag === "Failover")
-  const holdOff = failedOver ? leaseDuration / slowest : 0
+  const holdOff = failedOver ? leaseDuration + retryPeriod / slowest : 0
   const base = Math.ceil((operationTimeout + retryPeriod) / slowest + leaseDuration + steppedBack + holdOff) + step + 10
   return schedule.priorities === undefined ? base : base + preferenceBound(schedule)
 }
@@ -333,6 +336,18 @@ const path = (inner: Store.StoreShape): Path => {
   }
 }
 
+/**
+ * Where a process's elector draws its incarnation: 128 bits from a Random of
+ * the process's own seed, so that a seed replays them. Not the Random of its
+ * jitter: drawing from that would have changed every run a recorded seed
+ * replays.
+ */
+const incarnations = (processSeed: number): Incarnations["Type"] => {
+  const random = Random.make(`${processSeed}/incarnation`)
+  const word = Effect.map(random.nextIntBetween(0, 2 ** 32), (n) => n.toString(16).padStart(8, "0"))
+  return { draw: Effect.map(Effect.all([word, word, word, word]), (words) => words.join("")) }
+}
+
 const hangAll: Faults = {
   acquire: [{ _tag: "Hang" }],
   renew: [{ _tag: "Hang" }],
@@ -371,8 +386,10 @@ interface Standby {
   readonly cut: Effect.Effect<void>
   /**
    * It is promoted: the database holds the copy it kept, if it was cut (and
-   * then follows the new primary in full); the database clock goes on,
-   * `jump` ms ahead, as another server's may be.
+   * then follows the new primary in full), on another server: every record
+   * reads as written elsewhere, as a promoted standby's do to a SQL store,
+   * even when it missed nothing. The database clock goes on, `jump` ms
+   * ahead, as another server's may be.
    */
   readonly promote: (jump: number) => Effect.Effect<void>
 }
@@ -401,9 +418,9 @@ const standby = (
     }),
     promote: (jump) =>
       Effect.suspend(() => {
-        const restore = kept === undefined ? Effect.void : db.restore(kept)
+        const contents = kept === undefined ? db.copy : Effect.succeed(kept)
         kept = undefined
-        return Effect.zipRight(restore, clock.jump(jump))
+        return Effect.zipRight(Effect.flatMap(contents, db.restore), clock.jump(jump))
       })
   }
 }
@@ -595,7 +612,10 @@ class Fleet {
       case "Snapshot":
         return driver.exec(database.standby.cut)
       case "Failover":
-        return driver.exec(database.standby.promote(event.jump))
+        return Effect.zipRight(
+          Effect.sync(() => oracle.failedOver(driver.millis(), this.options.schedule.config.leaseDuration)),
+          driver.exec(database.standby.promote(event.jump))
+        )
       case "Freeze":
         return Effect.map(this.target(event.slot), (slot) => {
           const current = slot?.current
@@ -689,6 +709,7 @@ class Fleet {
       via.setHints(slot.hints)
       const clock = driver.clock(slot.rate, Duration.hours(slot.index * 7))
       const gate = new Gate(driver.scheduler)
+      const processSeed = seed * 131 + slot.index * 17 + slot.incarnations
       const elector = yield* driver.exec(
         Elector.make({
           name: shared ? `${election}.${process}` : election,
@@ -700,13 +721,14 @@ class Fleet {
           priority: priorities?.[slot.index]
         }).pipe(
           Effect.provideService(Store.Store, shared ? renamed(via.store, election) : via.store),
+          Effect.provideService(Incarnations, incarnations(processSeed)),
           Effect.withClock(clock),
           Scope.extend(scope),
           Effect.orDie,
           Effect.withScheduler(gate)
         )
       )
-      const random = Random.make(seed * 131 + slot.index * 17 + slot.incarnations)
+      const random = Random.make(processSeed)
       const term = { slot: slot.index, process, identity }
       const participate = Effect.fork(this.job(term, elector, clock)).pipe(
         Effect.zipRight(Effect.fork(this.terms(term, elector, clock))),
