@@ -13,8 +13,7 @@
  * --no-step-back (keep the database clock from stepping back),
  * --shared-identity (two participants of every fleet share one identity),
  * --failover (the database fails over to a standby that lost its last
- * writes). The last two are off by default: today's election does not
- * survive them.
+ * writes). The last two are off by default.
  */
 import * as fc from "effect/FastCheck"
 import { parseArgs } from "node:util"

@@ -249,12 +249,15 @@ export interface ScheduleOptions {
   readonly freezes?: boolean | undefined
   /** Whether half the fleets run preferred leaders (priorities), with resignations among the events (default false). */
   readonly candidates?: boolean | undefined
-  /** Whether two slots of every fleet share one identity (default false: today's election does not survive it). */
+  /**
+   * Whether two slots of every fleet share one identity (default false).
+   * With preferred leaders, they share one priority too: the store knows
+   * candidates by identity.
+   */
   readonly sharedIdentity?: boolean | undefined
   /**
    * Whether the database fails over to a standby that lost its last writes,
-   * `Snapshot` and `Failover` among the events (default false: today's
-   * election does not survive it).
+   * `Snapshot` and `Failover` among the events (default false).
    */
   readonly failovers?: boolean | undefined
 }
@@ -300,9 +303,22 @@ export const schedule = (options: ScheduleOptions): fc.Arbitrary<Schedule> =>
               .map((pair) => [...pair].sort((a, b) => a - b))
           }
           : {})
-      })
+      }).map(onePriorityPerIdentity)
     )
   )
+
+/**
+ * The slots that share an identity, given one priority: the store knows
+ * candidates by identity, so two priorities under one cannot be honoured
+ * (each advertisement replaces the other's, and the leaders hand over back
+ * and forth).
+ */
+const onePriorityPerIdentity = (s: Schedule): Schedule => {
+  const [first, ...others] = s.sharedIdentity ?? []
+  if (s.priorities === undefined || first === undefined) return s
+  const priority = s.priorities[first]!
+  return { ...s, priorities: s.priorities.map((p, slot) => others.includes(slot) ? priority : p) }
+}
 
 // A schedule as JSON: rates as numbers of ten-thousandths, everything else as it is.
 const Millis = Schema.Number
