@@ -234,6 +234,10 @@ export interface StoreShape {
    * with the lease, reports it in `Lease.incarnation`, and treats a lease
    * held by the same identity under another incarnation as anybody else's.
    * A call without one (a tool, an older release) is the identity's alone.
+   * A store that wraps another's `acquire` passes every argument on
+   * (`(...args) => inner.acquire(...args)`): one that drops `incarnation`
+   * while keeping `incarnations: true` writes leases no incarnation owns,
+   * and its elector, taking each for another process's, never leads.
    *
    * A store over a database that can fail over to a copy that missed the
    * last writes (every SQL store) also records with each lease the server
