@@ -68,7 +68,9 @@ describe("MysqlStore schema", () => {
         "acquired_at datetime(6) NO",
         "renewed_at datetime(6) NO",
         "expires_at datetime(6) NO",
-        "payload longblob YES"
+        "payload longblob YES",
+        "incarnation varbinary(64) YES",
+        "server varbinary(255) YES"
       ])
       expect(Either.getOrThrow(MysqlStore.schema("", name))).toContain(`CREATE TABLE IF NOT EXISTS \`${name}\``)
     }).pipe(Effect.provide(MysqlClient.layer({ host: "127.0.0.1", port: 3306, username: "root", database: "test" }))))
@@ -130,44 +132,68 @@ describe("MysqlStore takeover statement", () => {
         const name = freshTable(`upsert${mode === "" ? "" : "_sim"}`)
         const quoted = MysqlStore.quoteIdentifier(name)
         yield* Effect.promise(() => connection.query(Sql.createTable(quoted)))
-        const upsert = (who: string, payload: number) =>
+        // The claim as the store makes it, without its transaction: this connection is the only writer.
+        const claim = (who: string, incarnation: string | null, payload: number) =>
           Effect.promise(async () => {
             const bytes = Buffer.from([payload])
-            await connection.query(Sql.upsert(quoted), [
-              "e",
-              who,
-              60_000_000,
-              bytes,
-              who,
-              bytes,
-              who,
-              who,
-              who,
-              60_000_000
-            ])
+            await connection.query(Sql.upsert(quoted), Sql.upsertValues("e", who, incarnation, "60000000", bytes))
+            await connection.query(Sql.holdBack(quoted), ["60000000", "e", who, incarnation])
             const [[row]] = await connection.query<Array<Mysql.RowDataPacket>>(
-              `SELECT CAST(holder AS CHAR) AS holder, fence, HEX(payload) AS payload, acquired_at = renewed_at AS fresh, ` +
-                `expires_at > UTC_TIMESTAMP(6) AS valid FROM ${quoted} WHERE name = 'e'`
+              `SELECT CAST(holder AS CHAR) AS holder, CAST(incarnation AS CHAR) AS incarnation, fence, ` +
+                `HEX(payload) AS payload, acquired_at = renewed_at AS fresh, expires_at > UTC_TIMESTAMP(6) AS valid, ` +
+                `server = ${Sql.currentServer} AS here FROM ${quoted} WHERE name = 'e'`
             )
             return {
               holder: row!["holder"],
+              incarnation: row!["incarnation"],
               fence: Number(row!["fence"]),
               payload: row!["payload"],
               fresh: row!["fresh"],
-              valid: row!["valid"]
+              valid: row!["valid"],
+              here: row!["here"]
             }
           })
-        const expire = Effect.promise(() =>
-          connection.query(`UPDATE ${quoted} SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE name = 'e'`)
-        )
-        expect(yield* upsert("a", 1)).toEqual({ holder: "a", fence: 1, payload: "01", fresh: 1, valid: 1 })
-        expect(yield* upsert("b", 2)).toEqual({ holder: "a", fence: 1, payload: "01", fresh: 1, valid: 1 })
+        const set = (assignments: string) =>
+          Effect.promise(() => connection.query(`UPDATE ${quoted} SET ${assignments} WHERE name = 'e'`))
+        const expire = set("expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND")
+        const mine = { holder: "a", incarnation: "i1", fence: 1, payload: "01", fresh: 1, valid: 1, here: 1 }
+        expect(yield* claim("a", "i1", 1)).toEqual(mine)
+        expect(yield* claim("b", null, 2)).toEqual(mine)
+        expect(yield* claim("a", "i2", 2)).toEqual(mine)
+        expect(yield* claim("a", null, 2)).toEqual(mine)
         yield* Effect.sleep("5 millis")
-        expect(yield* upsert("a", 3)).toEqual({ holder: "a", fence: 1, payload: "03", fresh: 0, valid: 1 })
+        expect(yield* claim("a", "i1", 3)).toEqual({ ...mine, payload: "03", fresh: 0 })
         yield* expire
-        expect(yield* upsert("b", 4)).toEqual({ holder: "b", fence: 2, payload: "04", fresh: 1, valid: 1 })
+        const b = { holder: "b", incarnation: null, fence: 2, payload: "04", fresh: 1, valid: 1, here: 1 }
+        expect(yield* claim("b", null, 4)).toEqual(b)
+        // A row of 0.1 (no server) is this server's.
+        yield* set("server = NULL")
+        yield* Effect.sleep("5 millis")
+        expect(yield* claim("b", null, 5)).toEqual({ ...b, payload: "05", fresh: 0 })
         yield* expire
-        expect(yield* upsert("b", 5)).toEqual({ holder: "b", fence: 3, payload: "05", fresh: 1, valid: 1 })
+        expect(yield* claim("a", "i1", 6)).toEqual({ ...mine, fence: 3, payload: "06" })
+        // Written on another server: someone else's live lease stays; the claimant's own is held back.
+        yield* set("server = 'elsewhere'")
+        const elsewhere = { ...mine, fence: 3, payload: "06", here: 0 }
+        expect(yield* claim("b", null, 7)).toEqual(elsewhere)
+        expect(yield* claim("a", "i2", 7)).toEqual(elsewhere)
+        const heldBack = {
+          holder: "",
+          incarnation: null,
+          fence: 3 + 2 ** 32,
+          payload: null,
+          fresh: 1,
+          valid: 1,
+          here: 1
+        }
+        expect(yield* claim("a", "i1", 7)).toEqual(heldBack)
+        expect(yield* claim("a", "i1", 8)).toEqual(heldBack)
+        yield* expire
+        expect(yield* claim("b", null, 9)).toEqual({ ...b, fence: 4 + 2 ** 32, payload: "09" })
+        // An expired row of another server is held back too.
+        yield* set("server = 'elsewhere'")
+        yield* expire
+        expect(yield* claim("a", "i1", 10)).toEqual({ ...heldBack, fence: 4 + 2 * 2 ** 32 })
       }
     }))
 })

@@ -110,7 +110,7 @@ describe("PgStore transaction-pooling safety", () => {
 })
 
 describe("PgStore schema", () => {
-  it("schema() is the reference DDL, fillfactor included", () => {
+  it("schema() is the reference DDL with the columns of 0.2, fillfactor included; schemaUpgrade() adds them", () => {
     expect(Either.getOrThrow(PgStore.schema("", PgStore.defaultTable))).toBe(
       `CREATE TABLE IF NOT EXISTS "leader_election" (
     name        text        PRIMARY KEY,
@@ -119,8 +119,13 @@ describe("PgStore schema", () => {
     acquired_at timestamptz NOT NULL,
     renewed_at  timestamptz NOT NULL,
     expires_at  timestamptz NOT NULL,
-    payload     bytea
+    payload     bytea,
+    incarnation text,
+    server      text
 ) WITH (fillfactor = 70);`
+    )
+    expect(Either.getOrThrow(PgStore.schemaUpgrade("ops", "t"))).toBe(
+      `ALTER TABLE "ops"."t" ADD COLUMN IF NOT EXISTS incarnation text, ADD COLUMN IF NOT EXISTS server text;`
     )
     expect(Either.getOrThrow(PgStore.schema("ops", "my \"le\""))).toContain(
       "CREATE TABLE IF NOT EXISTS \"ops\".\"my \"\"le\"\"\" ("

@@ -22,7 +22,7 @@ interface Request {
 
 /** An error of the fake driver; `retryable` is its verdict. */
 class FakeError extends Error {
-  constructor(readonly retryable: boolean) {
+  constructor(readonly retryable: boolean, readonly code = "FAKE") {
     super(retryable ? "connection refused" : "password authentication failed")
   }
 }
@@ -53,7 +53,7 @@ const fakeDatabase = () => {
     poolProblem: () => undefined,
     classify: (error) =>
       error instanceof FakeError
-        ? { retryable: error.retryable, reason: error.message, code: "FAKE" }
+        ? { retryable: error.retryable, reason: error.message, code: error.code }
         : { retryable: true, reason: String(error) },
     fromUrl: () => Either.right("settings"),
     fromClient: Effect.succeed("settings"),
@@ -72,10 +72,21 @@ const statement = <Row>(label: string): Dialect.Statement<Request, unknown, Row>
 
 const statements: Dialect.Statements<Request, unknown> = {
   identifier: (_field, name) => Either.right(`"${name}"`),
-  ddl: { leases: (t) => `leases ${t}`, slots: (t) => `slots ${t}`, candidates: (t) => `candidates ${t}` },
+  ddl: {
+    leases: (t) => `leases ${t}`,
+    upgrade: (t) => `upgrade ${t}`,
+    slots: (t) => `slots ${t}`,
+    candidates: (t) => `candidates ${t}`
+  },
   script: (label) => ({ label }),
+  // The queued answer is the DDL still to run: none by default.
+  upgrade: ({ name, quoted, schema }) => ({
+    request: { label: `upgrade? ${quoted} (${schema ?? "connection's"}.${name})` },
+    decode: (result) => (result as ReadonlyArray<Request> | undefined) ?? []
+  }),
+  alreadyThere: (error) => error.code === "THERE",
   leases: () => ({
-    acquire: () => statement("acquire"),
+    acquire: (...args) => statement(`acquire ${JSON.stringify(args.slice(0, 2).concat(args.slice(4)))}`),
     renew: () => statement("renew"),
     release: () => ({ label: "release" }),
     inspect: () => statement("inspect"),
@@ -150,6 +161,39 @@ describe("the SQL store engine", () => {
       expect(sql.answersWithin).toEqual(Duration.seconds(3))
     }))
 
+  it.effect("the stores keep incarnations: acquire passes the caller's on", () =>
+    Effect.gen(function*() {
+      const { state, store } = setup()
+      const sql = yield* store.makeFromPool("pool")
+      expect(sql.incarnations).toBe(true)
+      state.answers.push(lease, lease)
+      yield* sql.acquire("jobs", "a", Duration.seconds(15), null, "i-1")
+      yield* sql.acquire("jobs", "a", Duration.seconds(15), null)
+      expect(state.sent).toEqual([`acquire ["jobs","a","i-1"]`, `acquire ["jobs","a",null]`])
+    }))
+
+  it.effect("ensureSchema upgrades the lease table it created: the DDL the check answers, in order, what is there already passed", () =>
+    Effect.gen(function*() {
+      const { state, store } = setup()
+      const sql = yield* store.makeFromPool("pool", { schema: "ops", table: "jobs" })
+      state.answers.push(undefined, [{ label: "add a" }, { label: "add b" }], new FakeError(false, "THERE"))
+      yield* sql.ensureSchema
+      expect(state.sent).toEqual([
+        `leases "ops"."jobs"`,
+        `upgrade? "ops"."jobs" (ops.jobs)`,
+        "add a",
+        "add b",
+        `candidates "ops"."jobs_candidates"`,
+        `slots "ops"."jobs_slots"`
+      ])
+      // Any other error fails it, and nothing runs after it.
+      state.sent.length = 0
+      state.answers.push(undefined, [{ label: "add a" }, { label: "add b" }], new FakeError(false))
+      expect(yield* Effect.flip(sql.ensureSchema)).toMatchObject({ operation: "ensureSchema", retryable: false })
+      expect(state.sent).toEqual([`leases "ops"."jobs"`, `upgrade? "ops"."jobs" (ops.jobs)`, "add a"])
+      expect(store.schemaUpgrade("ops", "jobs")).toEqual(Either.right(`upgrade "ops"."jobs"`))
+    }))
+
   it.effect("a driver's error is a StoreError of the operation, with the dialect's verdict and the cause", () =>
     Effect.gen(function*() {
       const { state, store } = setup()
@@ -171,7 +215,7 @@ describe("the SQL store engine", () => {
       yield* TestClock.adjust(Duration.seconds(59))
       expect(building.unsafePoll()).toBeNull()
       expect(lines).toEqual([
-        "WARN ensureSchema: the database cannot be reached yet (1 failed attempt, the last: " +
+        "WARN ensureSchema: not done yet (1 failed attempt, the last: " +
         "ensureSchema failed (retryable) [FAKE]: connection refused); retrying"
       ])
       // The backoff is at most a few seconds: the next minute's first failure is reported.
@@ -188,6 +232,7 @@ describe("the SQL store engine", () => {
       // The three tables, once the database answered.
       expect(state.sent).toEqual([
         `leases "leader_election"`,
+        `upgrade? "leader_election" (connection's.leader_election)`,
         `candidates "leader_election_candidates"`,
         `slots "leader_election_slots"`
       ])

@@ -94,7 +94,7 @@ describe.each(databases)("ensureSchema with the $label server down at boot", (db
       const building = yield* Effect.forkScoped(db.make(url.href, table))
       yield* until(() => warnings.length > 0)
       expect(warnings[0]).toMatch(
-        /^WARN ensureSchema: the database cannot be reached yet \(1 failed attempt, the last: /
+        /^WARN ensureSchema: not done yet \(1 failed attempt, the last: /
       )
       expect(warnings[0]).toContain("ECONNREFUSED")
       expect(building.unsafePoll()).toBeNull()

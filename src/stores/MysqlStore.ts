@@ -203,6 +203,20 @@ const store = Engine.constructors(driver, statements)
 export const schema = store.schema
 
 /**
+ * The DDL that brings a table made by 0.1 up to this release, in place: the
+ * columns `incarnation` and `server`, nullable, appended (`ALGORITHM=INSTANT`,
+ * no copy of the table). MariaDB's form runs as is, and again harmlessly;
+ * MySQL 8 has no `ADD COLUMN IF NOT EXISTS`, so its form follows as
+ * comments, one statement per column the table lacks. `ensureSchema` runs it
+ * when the table lacks them, with a bounded wait for the table's lock. Names
+ * are validated and quoted, like {@link schema}.
+ *
+ * @since 0.2.0
+ * @category schema
+ */
+export const schemaUpgrade = store.schemaUpgrade
+
+/**
  * The DDL of the table of scheduled job slots (`Elector.schedule`), named as
  * the store's `slotTable` option (by default, the lease table's name +
  * `_slots`), like {@link schema}.

@@ -263,6 +263,19 @@ const store = Engine.constructors(driver, statements)
 export const schema = store.schema
 
 /**
+ * The DDL that brings a table made by 0.1 up to this release, in place: the
+ * columns `incarnation` and `server`, nullable and without a default, so the
+ * `ALTER` only writes the catalog, and again harmlessly (`IF NOT EXISTS`).
+ * `ensureSchema` runs it when the table lacks them, waiting at most 100 ms
+ * for the table's lock each try. Names are validated and quoted, like
+ * {@link schema}.
+ *
+ * @since 0.2.0
+ * @category schema
+ */
+export const schemaUpgrade = store.schemaUpgrade
+
+/**
  * The DDL of the table of scheduled job slots (`Elector.schedule`), named as
  * the store's `slotTable` option (by default, the lease table's name +
  * `_slots`), like {@link schema}.

@@ -10,7 +10,7 @@
  * `leader_election`): the leases, one row per election; the candidates
  * (`leader_election_candidates`, see `Store.advertise`); and the job slots
  * (`leader_election_slots`, see `Elector.schedule`). `ensureSchema` creates
- * the three where absent.
+ * the three where absent, and upgrades a lease table an older release made.
  *
  * @since 0.1.0
  */
@@ -78,8 +78,9 @@ export interface Options {
   readonly operationTimeout?: Duration.DurationInput | undefined
   /**
    * Run the store's `ensureSchema` when it is built: create the leases',
-   * candidates' and job slots' tables where absent. A database that cannot
-   * be reached yet (a retryable error) is tried again, with a backoff up to
+   * candidates' and job slots' tables where absent, and upgrade a lease table
+   * made by 0.1. A database that cannot be reached yet, or a table whose lock
+   * the upgrade could not get (a retryable error), is tried again, with a backoff up to
    * 5 seconds, until it answers or {@link ensureSchemaTimeout} runs out: the
    * store waits for its database instead of failing the app's start.
    * Meanwhile a warning is logged at most once a minute, with the count of
@@ -135,10 +136,16 @@ export interface SqlStore extends StoreShape {
    */
   readonly slotTable: string | undefined
   /**
-   * Creates the tables (leases, candidates, job slots) if they do not exist.
-   * Idempotent, and safe when many replicas run it at once. The schema
-   * itself must exist. One attempt: the retries of the `ensureSchema`
-   * option are the constructor's.
+   * Creates the tables (leases, candidates, job slots) if they do not exist,
+   * and adds to a lease table made by 0.1 the columns of 0.2 (`incarnation`,
+   * `server`; see the store's `schemaUpgrade`) when it lacks them, in place:
+   * processes of both releases may run on it meanwhile. Idempotent, and safe
+   * when many replicas run it at once; it checks the catalog first, so a role
+   * without the right to alter an up-to-date table passes. The upgrade waits
+   * for the table's lock a moment at most and fails with a retryable error
+   * instead, so that the running electors' statements never queue long
+   * behind it. The schema itself must exist. One attempt: the retries of the
+   * `ensureSchema` option are the constructor's.
    */
   readonly ensureSchema: Effect.Effect<void, StoreError>
   /**

@@ -37,6 +37,14 @@ export interface Statement<Request, Result, Row> {
   readonly decode: (result: Result) => Row
 }
 
+/** A lease table as `ensureSchema` upgrades it: quoted, and as the catalog names it. */
+export interface LeaseTable {
+  readonly quoted: string
+  /** The `schema` option: the schema (PostgreSQL) or database (MySQL); `undefined` for the connection's. */
+  readonly schema: string | undefined
+  readonly name: string
+}
+
 /** The quoted, possibly schema-qualified tables of a store. */
 export interface Tables {
   readonly leases: string
@@ -79,16 +87,30 @@ export interface SlotStatements<Request, Result> {
 export interface Statements<Request, Result> {
   /** Checks `name` as an identifier and quotes it; a refusal names `field`. */
   readonly identifier: (field: string, name: string) => Either.Either<string, InvalidConfig>
-  /** The DDL of each table, for an already quoted name. */
+  /**
+   * The DDL of each table, for an already quoted name, and `upgrade`: what a
+   * lease table made by an older release lacks, for migration tools.
+   */
   readonly ddl: {
     readonly leases: (table: string) => string
+    readonly upgrade: (table: string) => string
     readonly slots: (table: string) => string
     readonly candidates: (table: string) => string
   }
   /** A request that runs one statement without parameters (the DDL). */
   readonly script: (sql: string) => Request
-  /** Errors of a `CREATE TABLE IF NOT EXISTS` racing another replica's: the table is there. */
-  readonly lostCreateRace?: (error: StoreError) => boolean
+  /**
+   * How `ensureSchema` brings a lease table an older release made up to
+   * date, in place, beside running electors of both releases: the check
+   * reads the catalog (so a role that may not alter the table passes once it
+   * is up to date) and answers the DDL requests still to run, in order, none
+   * when there is nothing to add. Each waits for the table's lock a moment
+   * at most and fails with a retryable error rather than stall the running
+   * electors' statements queued behind it.
+   */
+  readonly upgrade: (table: LeaseTable) => Statement<Request, Result, ReadonlyArray<Request>>
+  /** Errors of DDL racing another replica's: what it creates or adds is there. */
+  readonly alreadyThere?: (error: StoreError) => boolean
   /** The statements of a store's tables, whose calls are bounded by `timeout`. */
   readonly leases: (tables: Tables, timeout: Duration.Duration) => LeaseStatements<Request, Result>
   /** The statements of `slotTable`, guarded by the rows of `leases`. */

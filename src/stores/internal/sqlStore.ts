@@ -46,7 +46,7 @@ import {
   type UrlConfig
 } from "../SqlStore.js"
 import * as Call from "./call.js"
-import type { Driver, Statement, Statements, Tables } from "./dialect.js"
+import type { Driver, LeaseTable, Statement, Statements, Tables } from "./dialect.js"
 import * as Gate from "./gate.js"
 import * as Rules from "./rules.js"
 
@@ -61,6 +61,7 @@ const defaultMaxConnections = 4
 
 /** A store's checked options. */
 interface Resolved extends Tables {
+  readonly upgrade: LeaseTable
   readonly slots: Option.Option<string>
   readonly timeout: Duration.Duration
   /** How long `ensureSchema` waits for a database that cannot be reached; none: until it can. */
@@ -106,7 +107,8 @@ const operations = <R, A>(
     })
   const lost = (name: string, identity: string, fence: bigint) => () => new LeaseLost({ name, identity, fence })
   return {
-    acquire: (name, identity, ttl, payload) => answer("acquire", leases.acquire(name, identity, ttl, payload)),
+    acquire: (name, identity, ttl, payload, incarnation) =>
+      answer("acquire", leases.acquire(name, identity, ttl, payload, incarnation)),
     renew: (name, identity, fence, ttl, payload) =>
       found("renew", leases.renew(name, identity, fence, ttl, payload), lost(name, identity, fence)),
     release: (name, identity, fence) => run("release", leases.release(name, identity, fence), () => Effect.void),
@@ -136,12 +138,13 @@ const retryFirst = Duration.millis(100)
 /** The longest wait between two tries of `ensureSchema`. */
 const retryAtMost = Duration.seconds(5)
 
-/** A database that cannot be reached at boot is reported at most this often. */
+/** An `ensureSchema` that keeps failing at boot is reported at most this often. */
 const reportEvery = Duration.minutes(1)
 
 /**
  * `ensure`, tried again while it fails with a retryable error (the database
- * is down, starting, or out of reach), with a jittered backoff, for
+ * is down, starting, or out of reach; the upgrade of a table found its lock
+ * taken), with a jittered backoff, for
  * `patience` at most: a store started with its database waits for it rather
  * than failing the app's start, which an orchestrator would answer with a
  * restart loop. A fatal error fails at once. Waiting is logged on the first
@@ -161,7 +164,7 @@ const patiently = (
         if (now - reportedAt < Duration.toMillis(reportEvery)) return Effect.void
         reportedAt = now
         return Effect.logWarning(
-          `ensureSchema: the database cannot be reached yet (${failed()}, the last: ${error.message}); retrying`
+          `ensureSchema: not done yet (${failed()}, the last: ${error.message}); retrying`
         )
       })
     const backoff = Schedule.exponential(retryFirst).pipe(
@@ -238,12 +241,13 @@ export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
       const patience = options.ensureSchemaTimeout === undefined
         ? Option.none()
         : Option.some(yield* limits.duration("ensureSchemaTimeout", options.ensureSchemaTimeout))
-      return { leases, slots, candidates, timeout, patience }
+      const upgrade = { quoted: leases, schema: options.schema === "" ? undefined : options.schema, name }
+      return { leases, upgrade, slots, candidates, timeout, patience }
     })
 
   /** The store on `pool`: its calls all go through one gate, which answers by the timeout (`answersWithin`). */
   const build = (pool: P, options: Options, resolved: Resolved): Effect.Effect<SqlStore, StoreError> => {
-    const { candidates, leases, patience, slots, timeout } = resolved
+    const { candidates, leases, patience, slots, timeout, upgrade } = resolved
     const connections: Call.Connections<C, R, A, StoreError> = {
       gate: Gate.make(driver.capacity(pool)),
       driver: driver.connections(pool),
@@ -252,23 +256,31 @@ export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
       failure
     }
     const run: Run<R, A> = (operation, request, answer) => Call.use(connections, operation, request, answer)
-    const { lostCreateRace } = statements
-    const create = (ddl: string): Effect.Effect<void, StoreError> => {
-      const created = run("ensureSchema", statements.script(ddl), () => Effect.void)
-      return lostCreateRace === undefined ? created : Effect.catchIf(created, lostCreateRace, () => Effect.void)
+    const { alreadyThere } = statements
+    const ddl = (request: R): Effect.Effect<void, StoreError> => {
+      const done = run("ensureSchema", request, () => Effect.void)
+      return alreadyThere === undefined ? done : Effect.catchIf(done, alreadyThere, () => Effect.void)
     }
+    const create = (text: string) => ddl(statements.script(text))
+    const { decode, request } = statements.upgrade(upgrade)
+    const upgraded = Effect.flatMap(
+      run("ensureSchema", request, (result) => Effect.succeed(decode(result))),
+      (requests) => Effect.forEach(requests, ddl, { discard: true })
+    )
     const { slots: slotStore, ...rest } = operations(run, statements, { leases, candidates }, timeout)
     const store = enforceLimits<SqlStore>({
       table: leases,
       slotTable: Option.getOrUndefined(slots),
       ensureSchema: Effect.all([
         create(statements.ddl.leases(leases)),
+        upgraded,
         create(statements.ddl.candidates(candidates)),
         Option.match(slots, { onNone: () => Effect.void, onSome: (name) => create(statements.ddl.slots(name)) })
       ], { discard: true }),
       ...Option.match(slots, { onNone: () => ({}), onSome: (name) => ({ slots: slotStore(name) }) }),
       ...rest,
-      answersWithin: timeout
+      answersWithin: timeout,
+      incarnations: true
     })
     return options.ensureSchema === true
       ? Effect.as(
@@ -323,6 +335,7 @@ export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
 
   return {
     schema: schemaOf(statements.ddl.leases),
+    schemaUpgrade: schemaOf(statements.ddl.upgrade),
     slotSchema: schemaOf(statements.ddl.slots),
     candidatesSchema: schemaOf(statements.ddl.candidates, "candidatesTable"),
     makeFromPool,

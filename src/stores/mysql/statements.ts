@@ -50,9 +50,11 @@ const ceilMillis = (us: string): Date => new Date(Number((BigInt(us) + 999n) / 1
 /** Decodes one row of `Sql.selectLease`. */
 const toLease = (name: string, row: Record<string, unknown>): Lease => {
   const payload = row["payload"]
+  const incarnation = row["incarnation"]
   return {
     name,
     holder: text(row, "holder"),
+    ...(incarnation === null ? {} : { incarnation: String(incarnation) }),
     fence: BigInt(text(row, "fence")),
     payload: payload instanceof Uint8Array ? new Uint8Array(payload) : null,
     acquiredAt: ceilMillis(text(row, "acquired_us")),
@@ -96,21 +98,40 @@ const held = (name: string, identity: string, fence: bigint) => [name, identity,
 /** The MySQL / MariaDB statements. */
 export const statements: Dialect.Statements<Request, Result> = {
   identifier,
-  ddl: { leases: Sql.createTable, slots: SlotSql.createTable, candidates: Sql.createCandidatesTable },
+  ddl: {
+    leases: Sql.createTable,
+    upgrade: Sql.upgrade,
+    slots: SlotSql.createTable,
+    candidates: Sql.createCandidatesTable
+  },
   script: (sql) => [{ sql, values: [] }],
+  upgrade: ({ name, quoted, schema }) => ({
+    request: [{ sql: Sql.upgraded, values: [schema ?? null, name] }],
+    decode: (results) => {
+      const row = rows(results[0])[0] ?? {}
+      if (text(row, "present") === "2") return []
+      return text(row, "version").includes("MariaDB")
+        ? [[{ sql: Sql.upgradeMariaDb(quoted), values: [] }]]
+        : Sql.upgradeMysql(quoted).map((sqls) => sqls.map((sql) => ({ sql, values: [] })))
+    }
+  }),
+  alreadyThere: (error) => error.code === "1060",
   leases: ({ candidates, leases }) => ({
-    acquire: (name, identity, ttl, payload) => {
+    acquire: (name, identity, ttl, payload, incarnation) => {
       const us = Dialect.microseconds(ttl)
       const data = Dialect.bytes(payload)
+      const mine = incarnation ?? null
+      const own = [identity, mine]
       return {
         request: [
           {
             sql: Sql.upsert(leases),
-            values: [name, identity, us, data, identity, data, identity, identity, identity, us]
+            values: Sql.upsertValues(name, identity, mine, us, data)
           },
-          { sql: Sql.selectAfterUpsert(leases), values: [identity, name] }
+          { sql: Sql.holdBack(leases), values: [us, name, ...own] },
+          { sql: Sql.selectAfterUpsert(leases), values: [...own, name] }
         ],
-        decode: (results) => toLease(name, rows(results[1])[0]!)
+        decode: (results) => toLease(name, rows(results[2])[0]!)
       }
     },
     // The read-back of a renewal that matched nothing reads someone else's

@@ -14,6 +14,7 @@
  * @internal
  */
 import * as Duration from "effect/Duration"
+import { fenceJump } from "../../Lease.js"
 
 /** `now()` rounded up to the millisecond. */
 export const nowCeil = "date_trunc('milliseconds', now() + interval '999 microseconds')"
@@ -26,6 +27,7 @@ export const millis = (column: string): string =>
 const columns = [
   "name",
   "holder",
+  "incarnation",
   "fence::text AS fence",
   "encode(payload, 'hex') AS payload",
   `${millis("acquired_at")} AS acquired_at`,
@@ -36,16 +38,35 @@ const columns = [
 
 const expiry = (ttlParam: string): string => `${nowCeil} + ${ttlParam}::int8 * interval '1 microsecond'`
 
+/**
+ * The server a statement runs on: its start instant in microseconds, which a
+ * restart or the promotion of a standby changes (a standby has its own
+ * start, and `system_identifier` is the same on both). Any role may read it,
+ * and it is the server's, not the connection's, so it passes PgBouncer.
+ */
+export const currentServer = "(extract(epoch from pg_postmaster_start_time()) * 1000000)::int8::text"
+
 const expired = "l.expires_at <= now()"
 
 /** A one-row FROM item that bounds the statement's lock waits; evaluated before the row is written. */
 const bounded = (lockTimeout: number): string =>
   `(SELECT set_config('lock_timeout', '${lockTimeout}ms', true)) AS bounded`
-const wins = `(${expired} OR l.holder = excluded.holder)`
+
+/**
+ * The row was written on this server, or by 0.1, which records none: an
+ * upgrade is not a failover, and an old process's renewals keep it so.
+ */
+const local = "(l.server IS NULL OR l.server = excluded.server)"
+/** The claimant's own term: its identity under its incarnation, or under none for a call that gives none. */
+const own = "(l.holder = excluded.holder AND l.incarnation IS NOT DISTINCT FROM excluded.incarnation)"
+/** The claim writes the row: it takes it over, continues it, or holds it back. */
+const writes = `(${expired} OR ${own})`
+/** A row another server wrote, which the claim would write: held back instead, by nobody. */
+const holdsBack = `(NOT ${local} AND ${writes})`
 
 /** The statements of one table. Parameters: see each field. */
 export interface Statements {
-  /** $1 name, $2 identity, $3 ttl in microseconds, $4 payload. */
+  /** $1 name, $2 identity, $3 ttl in microseconds, $4 payload, $5 incarnation. */
   readonly acquire: string
   /** $1 name, $2 identity, $3 fence, $4 ttl in microseconds, $5 payload. */
   readonly renew: string
@@ -105,21 +126,40 @@ export const lockTimeoutFor = (operationTimeout: Duration.Duration): number =>
  * SELECT in the same statement reads the statement's snapshot, which does not
  * contain a row that a concurrent winner has just committed. Writing the row
  * back unchanged instead returns the winner's latest version in every case
- * (the update is HOT thanks to fillfactor 70).
+ * (the update is HOT thanks to fillfactor 70). Its rule, on the old row
+ * (every CASE reads `l`, never another assignment):
+ *
+ * 1. no row: the claimant's, fence 1;
+ * 2. written on this server and expired: taken over, fence + 1;
+ * 3. written on this server, live, the claimant's own: continued;
+ * 4. written on another server (a promoted standby, a restart) and expired
+ *    or the claimant's own: held back, by nobody (holder `''`, no
+ *    incarnation, no payload) for the claimant's ttl, its fence moved on by
+ *    `Lease.fenceJump`: a term the old server handed out after the last write
+ *    this one received may still run, under a fence this one never saw;
+ * 5. anything else (someone else's live lease) stays as it is: a leader
+ *    whose lease survived a failover renews it.
+ *
+ * Every write records the current server.
  */
 export const statements = (table: string, lockTimeout: number): Statements => ({
-  acquire: `INSERT INTO ${table} AS l (name, holder, fence, acquired_at, renewed_at, expires_at, payload)
-SELECT $1, $2, 1, ${nowCeil}, ${nowCeil}, ${expiry("$3")}, $4::bytea FROM ${bounded(lockTimeout)}
+  acquire:
+    `INSERT INTO ${table} AS l (name, holder, incarnation, fence, server, acquired_at, renewed_at, expires_at, payload)
+SELECT $1, $2, $5::text, 1, ${currentServer}, ${nowCeil}, ${nowCeil}, ${expiry("$3")}, $4::bytea FROM ${
+      bounded(lockTimeout)
+    }
 ON CONFLICT (name) DO UPDATE SET
-  holder = CASE WHEN ${expired} THEN excluded.holder ELSE l.holder END,
-  fence = CASE WHEN ${expired} THEN l.fence + 1 ELSE l.fence END,
-  acquired_at = CASE WHEN ${expired} THEN excluded.acquired_at ELSE l.acquired_at END,
-  renewed_at = CASE WHEN ${wins} THEN excluded.renewed_at ELSE l.renewed_at END,
-  expires_at = CASE WHEN ${wins} THEN excluded.expires_at ELSE l.expires_at END,
-  payload = CASE WHEN ${wins} THEN excluded.payload ELSE l.payload END
+  holder = CASE WHEN ${holdsBack} THEN '' WHEN ${writes} THEN excluded.holder ELSE l.holder END,
+  incarnation = CASE WHEN ${holdsBack} THEN NULL WHEN ${writes} THEN excluded.incarnation ELSE l.incarnation END,
+  fence = CASE WHEN ${holdsBack} THEN l.fence + ${fenceJump} WHEN ${expired} THEN l.fence + 1 ELSE l.fence END,
+  server = CASE WHEN ${writes} THEN excluded.server ELSE l.server END,
+  acquired_at = CASE WHEN ${holdsBack} OR ${expired} THEN excluded.acquired_at ELSE l.acquired_at END,
+  renewed_at = CASE WHEN ${writes} THEN excluded.renewed_at ELSE l.renewed_at END,
+  expires_at = CASE WHEN ${writes} THEN excluded.expires_at ELSE l.expires_at END,
+  payload = CASE WHEN ${holdsBack} THEN NULL WHEN ${writes} THEN excluded.payload ELSE l.payload END
 RETURNING ${columns}`,
   renew: `UPDATE ${table}
-SET renewed_at = ${nowCeil}, expires_at = ${expiry("$4")}, payload = $5::bytea
+SET renewed_at = ${nowCeil}, expires_at = ${expiry("$4")}, payload = $5::bytea, server = ${currentServer}
 FROM ${bounded(lockTimeout)}
 WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()
 RETURNING ${columns}`,
@@ -159,7 +199,11 @@ WHERE o.name = $1 AND o.identity <> $2 AND o.expires_at > now()`,
   } FROM ${candidates} c WHERE c.expires_at > now() ORDER BY c.name, c.priority DESC, c.identity`
 })
 
-/** The DDL, exactly as the reference describes it, for an already quoted name. */
+/**
+ * The DDL, as the reference describes it, for an already quoted name, with
+ * the two columns of 0.2: the holder's `incarnation` and the `server` that
+ * wrote the row (see {@link currentServer}).
+ */
 export const ddl = (table: string): string =>
   `CREATE TABLE IF NOT EXISTS ${table} (
     name        text        PRIMARY KEY,
@@ -168,8 +212,36 @@ export const ddl = (table: string): string =>
     acquired_at timestamptz NOT NULL,
     renewed_at  timestamptz NOT NULL,
     expires_at  timestamptz NOT NULL,
-    payload     bytea
+    payload     bytea,
+    incarnation text,
+    server      text
 ) WITH (fillfactor = 70);`
+
+/**
+ * What a table made by 0.1 lacks, added in place: nullable columns without a
+ * default, so the ALTER only writes the catalog, and statements of 0.1 (which
+ * name their columns) keep working beside it.
+ */
+export const upgrade = (table: string): string =>
+  `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS incarnation text, ADD COLUMN IF NOT EXISTS server text;`
+
+/** How long the ALTER of `ensureSchema` may wait for the table's lock (see {@link upgrading}). */
+export const upgradeLockTimeout = "100ms"
+
+/**
+ * {@link upgrade} as `ensureSchema` runs it: one simple query, so one implicit
+ * transaction, whose `SET LOCAL` ends with it. While the ALTER waits for its
+ * exclusive lock, every statement on the table queues behind it: it gives up
+ * after {@link upgradeLockTimeout} (55P03, retryable) rather than stall the
+ * running electors' renewals behind a long transaction. No `BEGIN`: an error
+ * would skip the `COMMIT` and leave the connection in an aborted transaction.
+ */
+export const upgrading = (table: string): string =>
+  `SET LOCAL lock_timeout = '${upgradeLockTimeout}'; ${upgrade(table)}`
+
+/** How many of the columns of 0.2 the table has; $1 its quoted name. Reads the catalog only: any role may. */
+export const upgraded =
+  "SELECT count(*)::text AS present FROM pg_attribute WHERE attrelid = $1::regclass AND attname IN ('incarnation', 'server') AND NOT attisdropped"
 
 /** The candidates' table, for an already quoted name. */
 export const candidatesDdl = (candidates: string): string =>

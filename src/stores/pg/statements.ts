@@ -42,9 +42,11 @@ const instant = (row: Row, column: string): Date => new Date(Number(text(row, co
 
 const toLease = (row: Row): Lease => {
   const payload = row["payload"] ?? null
+  const incarnation = row["incarnation"] ?? null
   return {
     name: text(row, "name"),
     holder: text(row, "holder"),
+    ...(incarnation === null ? {} : { incarnation }),
     fence: BigInt(text(row, "fence")),
     payload: payload === null ? null : new Uint8Array(Buffer.from(payload, "hex")),
     acquiredAt: instant(row, "acquired_at"),
@@ -81,16 +83,26 @@ const leaseOrNone = ({ rows }: Result): Lease | undefined => rows[0] === undefin
 /** The PostgreSQL statements. */
 export const statements: Dialect.Statements<Request, Result> = {
   identifier: (field, name) => Either.map(validateIdentifier(field, name), quoteIdentifier),
-  ddl: { leases: Sql.ddl, slots: Slots.ddl, candidates: Sql.candidatesDdl },
+  ddl: { leases: Sql.ddl, upgrade: Sql.upgrade, slots: Slots.ddl, candidates: Sql.candidatesDdl },
   script: (text) => request(text, []),
-  lostCreateRace: (error: StoreError) => error.code === "23505" || error.code === "42P07" || error.code === "42710",
+  upgrade: ({ quoted }) => ({
+    request: request(Sql.upgraded, [quoted]),
+    decode: ({ rows }) => rows[0]?.["present"] === "2" ? [] : [request(Sql.upgrading(quoted), [])]
+  }),
+  alreadyThere: (error: StoreError) => error.code === "23505" || error.code === "42P07" || error.code === "42710",
   leases: (tables, timeout) => {
     const sql = Sql.statements(tables.leases, Sql.lockTimeoutFor(timeout))
     const release = Hints.notifying(sql.release, Hints.channelOf(tables.leases))
     const candidates = Sql.candidateStatements(tables.candidates)
     return {
-      acquire: (name, identity, ttl, payload) => ({
-        request: request(sql.acquire, [name, identity, Dialect.microseconds(ttl), Dialect.bytes(payload)]),
+      acquire: (name, identity, ttl, payload, incarnation) => ({
+        request: request(sql.acquire, [
+          name,
+          identity,
+          Dialect.microseconds(ttl),
+          Dialect.bytes(payload),
+          incarnation ?? null
+        ]),
         decode: ({ rows }) => toLease(rows[0] ?? {})
       }),
       renew: (name, identity, fence, ttl, payload) => ({
