@@ -12,6 +12,8 @@ import * as MysqlStore from "../src/stores/MysqlStore.js"
 import * as PgStore from "../src/stores/PgStore.js"
 import { directUrl, mysqlUrl, uniqueTable } from "./support/databases.js"
 import { dropMysqlTables, dropPgTables } from "./support/tables.js"
+import * as V01Mysql from "./support/v01/mysqlSql.js"
+import * as V01Pg from "./support/v01/pgSql.js"
 
 /** Runs the command line in-process with its console captured, as if both streams were pipes. */
 const cli = (...args: ReadonlyArray<string>) => cliOn({ stdout: false, stderr: false }, ...args)
@@ -391,14 +393,67 @@ describe("leaderelection errors", () => {
 })
 
 describe("leaderelection schema", () => {
-  it.live("prints the PostgreSQL DDL by default, and the MySQL DDL with --dialect mysql", () =>
+  it.live("prints the PostgreSQL DDL by default, and the MySQL DDL with --dialect mysql, each with its upgrade of 0.1", () =>
     Effect.gen(function*() {
       const pgDdl = yield* cli("schema")
-      expect(pgDdl.out).toEqual([Either.getOrThrow(PgStore.schema("", "leader_election"))])
+      expect(pgDdl.out).toEqual([
+        `${Either.getOrThrow(PgStore.schema("", "leader_election"))}\n${
+          Either.getOrThrow(PgStore.schemaUpgrade("", "leader_election"))
+        }`
+      ])
+      expect(pgDdl.out[0]).toMatch(/\);\nALTER TABLE "leader_election" ADD COLUMN IF NOT EXISTS incarnation text/)
       const mysqlDdl = yield* cli("schema", "--dialect", "mysql", "--schema", "ops", "--table", "jobs")
-      expect(mysqlDdl.out).toEqual([Either.getOrThrow(MysqlStore.schema("ops", "jobs"))])
+      expect(mysqlDdl.out).toEqual([
+        `${Either.getOrThrow(MysqlStore.schema("ops", "jobs"))};\n${
+          Either.getOrThrow(MysqlStore.schemaUpgrade("ops", "jobs"))
+        }`
+      ])
       expect(mysqlDdl.out[0]).toMatch(/^CREATE TABLE IF NOT EXISTS `ops`\.`jobs`/)
     }))
+
+  it.live("its DDL runs, twice, on PostgreSQL and MariaDB, and upgrades a table of 0.1", () =>
+    Effect.gen(function*() {
+      const table = uniqueTable("clischema")
+      const old = uniqueTable("clischema01")
+      yield* Effect.addFinalizer(() =>
+        Effect.promise(() => Promise.all([dropPgTables(table, old), dropMysqlTables(table, old)]))
+      )
+      yield* Effect.promise(() => withPg((client) => client.query(V01Pg.ddl(PgStore.quoteIdentifier(old)))))
+      yield* Effect.promise(() =>
+        withMysql((connection) => connection.query(V01Mysql.createTable(MysqlStore.quoteIdentifier(old))))
+      )
+      // As a migration tool runs a script: several statements in one go.
+      const script = (sql: string) =>
+        Effect.promise(async () => {
+          const connection = await mysql.createConnection({ uri: mysqlUrl, multipleStatements: true })
+          await connection.query(sql).finally(() => connection.end())
+        })
+      for (const name of [table, old]) {
+        const pgDdl = (yield* cli("schema", "--table", name)).out.join("\n")
+        const mysqlDdl = (yield* cli("schema", "--dialect", "mysql", "--table", name)).out.join("\n")
+        for (let run = 0; run < 2; run++) {
+          yield* Effect.promise(() => withPg((client) => client.query(pgDdl)))
+          yield* script(mysqlDdl)
+        }
+        const { rows } = yield* Effect.promise(() =>
+          withPg((client) =>
+            client.query("SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'server'", [
+              PgStore.quoteIdentifier(name)
+            ])
+          )
+        )
+        expect(rows).toHaveLength(1)
+        const [columns] = yield* Effect.promise(() =>
+          withMysql((connection) =>
+            connection.query(
+              "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'server'",
+              [name]
+            )
+          )
+        )
+        expect(columns).toHaveLength(1)
+      }
+    }).pipe(Effect.scoped))
 
   it.live("refuses a name it cannot quote", () =>
     Effect.gen(function*() {
@@ -475,7 +530,7 @@ describe("the leaderelection bin", () => {
   it("exits 0 with the output on success", async () => {
     const run = await bin("schema", "--dialect", "mysql")
     expect(run.code).toBe(0)
-    expect(run.stdout).toBe(`${Either.getOrThrow(MysqlStore.schema("", "leader_election"))}\n`)
+    expect(run.stdout).toMatch(/^CREATE TABLE IF NOT EXISTS `leader_election` [^]*;\n-- A table made by/)
   })
 
   it("prints no ANSI escapes into a pipe", async () => {

@@ -323,12 +323,17 @@ const dialect = Options.choice("dialect", ["pg", "mysql"]).pipe(
   Options.withDescription("SQL dialect of the DDL")
 )
 
+// The table's DDL, then what upgrades a table of 0.1 in place: both run
+// harmlessly on a table that has it all already.
 const schema = Command.make("schema", { dialect, schema: schemaName, table }, (options) => {
-  const ddl: Either.Either<string, InvalidConfig> = options.dialect === "pg"
-    ? PgStore.schema(options.schema, options.table)
-    : MysqlStore.schema(options.schema, options.table)
+  const store = options.dialect === "pg" ? PgStore : MysqlStore
+  const ddl: Either.Either<string, InvalidConfig> = Either.zipWith(
+    store.schema(options.schema, options.table),
+    store.schemaUpgrade(options.schema, options.table),
+    (create, upgrade) => `${create.endsWith(";") ? create : `${create};`}\n${upgrade}`
+  )
   return Effect.flatMap(Either.mapLeft(ddl, (error) => new CliError({ reason: error.message })), Console.log)
-}).pipe(Command.withDescription("print the table's DDL, for migration tools"))
+}).pipe(Command.withDescription("print the table's DDL and the upgrade of a table of 0.1, for migration tools"))
 
 const root = Command.make("leaderelection").pipe(
   Command.withDescription("inspect leader elections kept by effect-leaderelection"),
