@@ -2,12 +2,23 @@
  * The MySQL / MariaDB store.
  *
  * One row per election in an InnoDB table. Each operation is one statement
- * (`release`, `inspect`, `ensureSchema`) or one short transaction on one
- * connection (`acquire`, `renew`: the write, then the row read back under
- * the write's lock, then `COMMIT`), sent as one request, so one round trip
- * per operation, on the store's own pools; no `SET`, user variable, temporary table,
- * lock function or prepared statement outlives a call, so the store works
- * behind a multiplexing proxy.
+ * (`release`, `inspect`) or one short transaction on one connection
+ * (`acquire`: the claim, the hold-back of a row another server wrote, the
+ * row read back under the claim's lock; `renew`: the write and the read-back;
+ * then `COMMIT`), sent as one request, so one round trip per operation, on
+ * the store's own pools; no `SET`, user variable, temporary table, lock
+ * function or prepared statement outlives a call, so the store works behind
+ * a multiplexing proxy. (`ensureSchema`'s upgrade of a table of 0.1 on
+ * MySQL 8 sets `lock_wait_timeout` and resets it in the same request, on a
+ * connection destroyed if the request fails.)
+ *
+ * Each row records the server that wrote it, as `server_id` and the
+ * server's start (`UNIX_TIMESTAMP() - Uptime`, stable within a run of the
+ * server), so that a claim after a failover or a restart holds the lease
+ * back (see `Store.acquire`). A standby must replicate rows, not statements
+ * (`binlog_format` ROW or MIXED): replaying the statement would record the
+ * standby itself. Writes go to one server at a time (Galera: through one
+ * node).
  *
  * Four constructors, the same as the PostgreSQL store's: from a URL
  * ({@link layerFromUrl}, a `string` or `Redacted`), from `Config`

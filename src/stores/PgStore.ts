@@ -10,6 +10,13 @@
  * outside its statements: with `listen` (wake-up hints), one extra
  * connection, direct to PostgreSQL, runs `LISTEN`; a release's `pg_notify`
  * is part of its own statement, so it goes through a pooler like any other.
+ * (`ensureSchema`'s upgrade of a table of 0.1 bounds its lock wait with
+ * `SET LOCAL`, which ends with its own one-query transaction.)
+ *
+ * Each row records the server that wrote it, as the server's start
+ * (`pg_postmaster_start_time()`, which a restart and a promoted standby
+ * change), so that a claim after a failover or a restart holds the lease
+ * back (see `Store.acquire`).
  *
  * Statements run on connections checked out of a `pg.Pool`. An interrupted or
  * timed-out call gives control back at once; its connection goes back to the
