@@ -384,6 +384,12 @@ describe("PostgreSQL upgrade", () => {
       yield* Effect.promise(() => blocker.query("COMMIT"))
       yield* Fiber.join(building)
       expect(yield* Effect.promise(() => postgres.columns(table))).toContain("incarnation")
+      // Upgraded, it reads the catalog and runs no ALTER: the lock is no obstacle (nor a missing right to alter).
+      yield* Effect.promise(() =>
+        blocker.query(`BEGIN; LOCK TABLE ${PgStore.quoteIdentifier(table)} IN ACCESS SHARE MODE`)
+      )
+      yield* store.ensureSchema
+      yield* Effect.promise(() => blocker.query("COMMIT"))
     }))
 })
 
@@ -440,5 +446,10 @@ describe("MySQL / MariaDB upgrade", () => {
       yield* Effect.promise(() => blocker.query("COMMIT"))
       yield* store.ensureSchema
       expect(yield* Effect.promise(() => mariadb.columns(table))).toContain("server")
+      // Upgraded, it reads the catalog and runs no ALTER: the lock is no obstacle.
+      yield* Effect.promise(() => blocker.query("START TRANSACTION"))
+      yield* Effect.promise(() => blocker.query(`SELECT * FROM ${quoted}`))
+      yield* store.ensureSchema
+      yield* Effect.promise(() => blocker.query("COMMIT"))
     }))
 })
