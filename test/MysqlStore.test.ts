@@ -138,6 +138,13 @@ describe("MysqlStore takeover statement", () => {
             const bytes = Buffer.from([payload])
             await connection.query(Sql.upsert(quoted), Sql.upsertValues("e", who, incarnation, "60000000", bytes))
             await connection.query(Sql.holdBack(quoted), ["60000000", "e", who, incarnation])
+            // Late, as under load: the read-back still reports the claim's own instant when the claim wrote the row.
+            await new Promise((resolve) => setTimeout(resolve, 3))
+            const [[back]] = await connection.query<Array<Mysql.RowDataPacket>>(Sql.selectAfterUpsert(quoted), [
+              who,
+              incarnation,
+              "e"
+            ])
             const [[row]] = await connection.query<Array<Mysql.RowDataPacket>>(
               `SELECT CAST(holder AS CHAR) AS holder, CAST(incarnation AS CHAR) AS incarnation, fence, ` +
                 `HEX(payload) AS payload, acquired_at = renewed_at AS fresh, expires_at > UTC_TIMESTAMP(6) AS valid, ` +
@@ -150,21 +157,32 @@ describe("MysqlStore takeover statement", () => {
               payload: row!["payload"],
               fresh: row!["fresh"],
               valid: row!["valid"],
-              here: row!["here"]
+              here: row!["here"],
+              wrote: back!["now_us"] === back!["renewed_us"]
             }
           })
         const set = (assignments: string) =>
           Effect.promise(() => connection.query(`UPDATE ${quoted} SET ${assignments} WHERE name = 'e'`))
         const expire = set("expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND")
-        const mine = { holder: "a", incarnation: "i1", fence: 1, payload: "01", fresh: 1, valid: 1, here: 1 }
+        const mine = {
+          holder: "a",
+          incarnation: "i1",
+          fence: 1,
+          payload: "01",
+          fresh: 1,
+          valid: 1,
+          here: 1,
+          wrote: true
+        }
         expect(yield* claim("a", "i1", 1)).toEqual(mine)
-        expect(yield* claim("b", null, 2)).toEqual(mine)
-        expect(yield* claim("a", "i2", 2)).toEqual(mine)
-        expect(yield* claim("a", null, 2)).toEqual(mine)
+        const seen = { ...mine, wrote: false }
+        expect(yield* claim("b", null, 2)).toEqual(seen)
+        expect(yield* claim("a", "i2", 2)).toEqual(seen)
+        expect(yield* claim("a", null, 2)).toEqual(seen)
         yield* Effect.sleep("5 millis")
         expect(yield* claim("a", "i1", 3)).toEqual({ ...mine, payload: "03", fresh: 0 })
         yield* expire
-        const b = { holder: "b", incarnation: null, fence: 2, payload: "04", fresh: 1, valid: 1, here: 1 }
+        const b = { holder: "b", incarnation: null, fence: 2, payload: "04", fresh: 1, valid: 1, here: 1, wrote: true }
         expect(yield* claim("b", null, 4)).toEqual(b)
         // A row of 0.1 (no server) is this server's.
         yield* set("server = NULL")
@@ -174,7 +192,7 @@ describe("MysqlStore takeover statement", () => {
         expect(yield* claim("a", "i1", 6)).toEqual({ ...mine, fence: 3, payload: "06" })
         // Written on another server: someone else's live lease stays; the claimant's own is held back.
         yield* set("server = 'elsewhere'")
-        const elsewhere = { ...mine, fence: 3, payload: "06", here: 0 }
+        const elsewhere = { ...mine, fence: 3, payload: "06", here: 0, wrote: false }
         expect(yield* claim("b", null, 7)).toEqual(elsewhere)
         expect(yield* claim("a", "i2", 7)).toEqual(elsewhere)
         const heldBack = {
@@ -184,10 +202,11 @@ describe("MysqlStore takeover statement", () => {
           payload: null,
           fresh: 1,
           valid: 1,
-          here: 1
+          here: 1,
+          wrote: true
         }
         expect(yield* claim("a", "i1", 7)).toEqual(heldBack)
-        expect(yield* claim("a", "i1", 8)).toEqual(heldBack)
+        expect(yield* claim("a", "i1", 8)).toEqual({ ...heldBack, wrote: false })
         yield* expire
         expect(yield* claim("b", null, 9)).toEqual({ ...b, fence: 4 + 2 ** 32, payload: "09" })
         // An expired row of another server is held back too.

@@ -231,7 +231,9 @@ describe.each([postgres, mariadb])("$label store, 0.2", (db) => {
       expect(held).toMatchObject({ holder: "", fence: 1n + jump, payload: null })
       expect("incarnation" in held).toBe(false)
       expect(Lease.isHeldBack(held)).toBe(true)
-      expect(held.acquiredAt).toEqual(held.renewedAt)
+      // It begins at the database's now, like a term.
+      expect(held.acquiredAt).toEqual(held.now)
+      expect(held.renewedAt).toEqual(held.now)
       // For the claimant's ttl, from the database's now.
       expect(held.expiresAt.getTime() - held.now.getTime()).toBeGreaterThan(19_000)
       expect(held.expiresAt.getTime() - held.now.getTime()).toBeLessThanOrEqual(20_000)

@@ -243,14 +243,16 @@ export const holdBack = (table: string): string =>
 
 /**
  * After the claim, in the same transaction and under its row lock. When the
- * upsert wrote the row, it wrote `renewed_at` with the same clock read as
- * the expiry, so that is the now to report; otherwise this statement's own
+ * claim wrote the row, it wrote `renewed_at` with the same clock read as the
+ * expiry, so that is the now to report; otherwise this statement's own
  * clock read is later than any write to the row. The upsert wrote it exactly
- * when it is the claimant's own now: a row of the claimant's it left alone
- * was another server's, which the hold-back gave to nobody. Parameters:
- * identity, incarnation, name.
+ * when it is the claimant's own now (a row of the claimant's it left alone
+ * was another server's, which the hold-back gave to nobody), the hold-back
+ * when that statement, the one before this, changed a row (`ROW_COUNT()`).
+ * Parameters: identity, incarnation, name.
  */
-export const selectAfterUpsert = (table: string): string => selectLease(table, `IF(${own}, renewed_at, ${now})`, true)
+export const selectAfterUpsert = (table: string): string =>
+  selectLease(table, `IF(${own} OR ROW_COUNT() > 0, renewed_at, ${now})`, true)
 
 const guard = `WHERE name = ? AND holder = ? AND fence = CAST(? AS SIGNED) AND expires_at > ${now}`
 
