@@ -39,7 +39,19 @@ const admin = Effect.acquireRelease(
 
 afterAll(() => dropMysqlTables(...tables))
 
-StoreSuite.run("MariaDB", MysqlStore.layerFromUrl(url, { table, ensureSchema: true }), { live: true, modelRuns: 10 })
+StoreSuite.run("MariaDB", MysqlStore.layerFromUrl(url, { table, ensureSchema: true }), {
+  live: true,
+  modelRuns: 10,
+  // Makes the row look written by another server: a failover to a standby, or a restart.
+  writtenElsewhere: (name) =>
+    Effect.promise(async () => {
+      const connection = await Mysql.createConnection(server)
+      await connection.query(`UPDATE ${MysqlStore.quoteIdentifier(table)} SET server = 'elsewhere' WHERE name = ?`, [
+        name
+      ])
+        .finally(() => connection.end())
+    })
+})
 
 const storeError = (u: unknown) => {
   expect(Store.isStoreError(u)).toBe(true)

@@ -29,10 +29,14 @@ const sql = (text: string, values: Array<unknown> = []) =>
 const dropped: Array<string> = [directTable, pooledTable]
 afterAll(() => dropPgTables(...dropped))
 
+/** Makes the row of `name` look written by another server: a failover to a standby, or a restart. */
+const writtenElsewhere = (table: string) => (name: string) =>
+  sql(`UPDATE ${PgStore.quoteIdentifier(table)} SET server = 'elsewhere' WHERE name = $1`, [name])
+
 StoreSuite.run(
   "PgStore (PostgreSQL direct)",
   PgStore.layerFromUrl(directUrl, { table: directTable, ensureSchema: true, maxConnections: 8 }),
-  { live: true, modelRuns: 10 }
+  { live: true, modelRuns: 10, writtenElsewhere: writtenElsewhere(directTable) }
 )
 
 // The same suite through PgBouncer in transaction pooling mode, whose few
@@ -40,7 +44,7 @@ StoreSuite.run(
 StoreSuite.run(
   "PgStore (via PgBouncer, transaction pooling)",
   PgStore.layerFromUrl(poolerUrl, { table: pooledTable, ensureSchema: true, maxConnections: 8 }),
-  { live: true, modelRuns: 10 }
+  { live: true, modelRuns: 10, writtenElsewhere: writtenElsewhere(pooledTable) }
 )
 
 const withStore = <A, E>(
