@@ -85,6 +85,22 @@ describe("documented limits", () => {
       { numRuns: 200 }
     ))
 
+  it("an incarnation is accepted exactly as 1 to maxIncarnationBytes printable ASCII characters", () =>
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: Lease.maxIncarnationBytes + 4 }), (incarnation) => {
+        const ok = /^[\x21-\x7e]{1,64}$/.test(incarnation)
+        const stored = Effect.runSync(
+          Effect.either(store.acquire(`incarnation-${counter++}`, "a", Duration.seconds(15), null, incarnation))
+        )
+        expect(Either.isRight(stored)).toBe(ok)
+        if (Either.isLeft(stored)) {
+          expect(stored.left).toMatchObject({ operation: "acquire", retryable: false })
+          expect(stored.left.reason).toMatch(/^incarnation: must be 1 to 64 printable ASCII characters/)
+        } else expect(stored.right.incarnation).toBe(incarnation)
+      }),
+      { numRuns: 200, examples: [["a".repeat(64)], ["a".repeat(65)], [""], ["has space"]] }
+    ))
+
   it("a duration is accepted exactly between its minimum and 2^31-1 ms, and a refusal names the field", () =>
     fc.assert(
       fc.property(
