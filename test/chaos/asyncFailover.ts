@@ -11,8 +11,8 @@
  *    participants' path moves to it: the standby still has the first
  *    leader's row, as if the successor's term never happened.
  *
- * It measures, and asserts nothing: a caller (the CLI in failover.ts, or a
- * chaos test once the library survives this) checks the result.
+ * It measures, and asserts nothing: `failoverProblems` says what a result
+ * breaks, for the chaos test (failover.test.ts) and the CLI (failover.ts).
  */
 import { Duration } from "effect"
 import { ensureSchema, livenessBoundMs, type Path, startFleet, table, timing } from "./fleet.js"
@@ -75,6 +75,45 @@ const standbyFence = async (topology: AsyncStandbyTopology, election: string): P
   )
   return rows[0] === undefined ? undefined : BigInt(rows[0].fence)
 }
+
+/**
+ * What `result` breaks of issue 39's requirement, one line each; none when it
+ * holds: no two participants working at once, no fence held by two terms
+ * (nor any other oracle finding), a leader within leaseDuration + 2 ×
+ * retryPeriod of the promotion. Also that the run lost the successor's term
+ * at all: the standby held the first leader's fence, not the successor's.
+ */
+export const failoverProblems = (result: AsyncFailoverResult): Array<string> => [
+  ...(result.standbyFence === result.firstFence
+    ? []
+    : [`the standby held fence ${result.standbyFence ?? "none"}, not the first leader's ${result.firstFence}`]),
+  ...(result.overlapMs > 0 ? [`two participants worked at once for ${result.overlapMs.toFixed(0)} ms`] : []),
+  ...(result.reusedFences.length > 0 ? [`fences held by more than one term: ${result.reusedFences.join(", ")}`] : []),
+  ...result.violations,
+  ...(result.leaderAfterPromotionMs === undefined
+    ? ["no leader after the promotion"]
+    : result.leaderAfterPromotionMs > result.leaderBoundMs
+    ? [`a leader ${result.leaderAfterPromotionMs.toFixed(0)} ms after the promotion (bound ${result.leaderBoundMs})`]
+    : [])
+]
+
+/** Milliseconds to print, whole; "none" for a time that never came. */
+export const ms = (n: number | undefined): string => n === undefined ? "none" : n.toFixed(0)
+
+/** The run in one line: whether it holds the requirement, and its figures. */
+export const summary = (r: AsyncFailoverResult): string =>
+  [
+    failoverProblems(r).length === 0 ? "holds;" : "BREAKS the requirement;",
+    `overlap ${ms(r.overlapMs)} ms,`,
+    `fences reused [${r.reusedFences.join(", ")}],`,
+    `leader ${ms(r.leaderAfterPromotionMs)} ms after the promotion (bound ${r.leaderBoundMs}),`,
+    `fences: first ${r.firstFence}, lost ${r.lostFence}, standby held ${r.standbyFence ?? "no row"};`,
+    `primary killed ${ms(r.killedAfterMs)} ms into the lost term, promoted in ${ms(r.promotionMs)} ms`
+  ].join(" ")
+
+/** Every term of the run, one line each: `id#fence [start, end]` in ms from the promotion. */
+export const termLines = (result: AsyncFailoverResult): Array<string> =>
+  result.terms.map((t) => `${t.id}#${t.fence} [${ms(t.start)}, ${t.end === undefined ? "open" : ms(t.end)}] ms`)
 
 export const runAsyncFailover = async (
   path: Path,
