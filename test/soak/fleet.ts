@@ -69,9 +69,13 @@ export class Fleet {
   /**
    * Starts a new process in `slot`, under a new identity unless `identity`
    * gives one (two processes given the same one are still told apart here,
-   * by the id this returns).
+   * by the id this returns), built as `shape` says (participant.mjs's
+   * SOAK_SHAPE; default `make`).
    */
-  async start(slot: string, options: { readonly identity?: string } = {}): Promise<string> {
+  async start(
+    slot: string,
+    options: { readonly identity?: string; readonly shape?: "make" | "quickstart" } = {}
+  ): Promise<string> {
     if (this.members.get(slot)?.exited === false) throw new Error(`slot ${slot} is running`)
     const id = `${slot}-${++this.generation}-${Math.random().toString(36).slice(2, 6)}`
     const logFile = path.join(this.options.dir, `${id}.jsonl`)
@@ -85,6 +89,7 @@ export class Fleet {
         SOAK_TABLE: this.options.table,
         SOAK_IDENTITY: options.identity ?? id,
         SOAK_LOG: logFile,
+        SOAK_SHAPE: options.shape ?? "make",
         ...(this.options.dist === undefined ? {} : { SOAK_DIST: this.options.dist }),
         ...(this.options.listenUrl === undefined ? {} : { SOAK_LISTEN_URL: this.options.listenUrl })
       }

@@ -1,12 +1,13 @@
 /**
  * Two participant processes given ONE identity (a pod name copied into two
  * clusters, `os.hostname()` under host networking), on one election, for a
- * while, untouched: issue 39's first case. Both run participant.mjs (the
- * built library, the 3 s lease); the fleet tells them apart by their own ids,
- * so the oracle sees two participants.
+ * while, untouched: issue 39's first case. Both run participant.mjs shaped
+ * as README's Effect quick start (the built library, the 3 s lease, the
+ * identity set); the fleet tells them apart by their own ids, so the oracle
+ * sees two participants.
  *
- * It measures, and asserts nothing: a caller (the CLI in sameIdentity.ts, or
- * a soak check once the library tells the two apart) checks the result.
+ * It measures; `sameIdentityProblems` says what a result breaks, for the CLI
+ * in sameIdentity.ts (which fails on it under `--check`).
  */
 import * as path from "node:path"
 import { concurrentTime } from "../chaos/harness/IntervalOracle.js"
@@ -69,7 +70,7 @@ export const runSameIdentity = async (backend: Backend, options: SameIdentityOpt
     url: (slot) => backend.url(slot)
   })
   try {
-    for (const slot of ["p0", "p1"]) await fleet.start(slot, { identity })
+    for (const slot of ["p0", "p1"]) await fleet.start(slot, { identity, shape: "quickstart" })
     for (const slot of fleet.slots) await fleet.ready(slot)
     await sleep(options.seconds * 1000)
   } finally {
@@ -103,4 +104,22 @@ export const runSameIdentity = async (backend: Backend, options: SameIdentityOpt
     processes,
     violations
   }
+}
+
+/**
+ * What `result` breaks of issue 39's requirement, one line each; none when it
+ * holds: the two never run their work at once, no fence is in both
+ * processes' terms, the oracle finds nothing (a process that died included),
+ * an ERROR line names the collision; and, so that none of that holds merely
+ * because nobody led, one of them led for at least half the run.
+ */
+export const sameIdentityProblems = (result: SameIdentityResult): Array<string> => {
+  const ledMs = result.processes.reduce((sum, p) => sum + p.ledMs, 0)
+  return [
+    ...(result.bothLeadingMs > 0 ? [`both processes led at once for ${result.bothLeadingMs.toFixed(0)} ms`] : []),
+    ...(result.sharedFences.length > 0 ? [`fences in both processes' terms: ${result.sharedFences.join(", ")}`] : []),
+    ...Object.entries(result.violations).map(([kind, n]) => `the oracle found ${n} ${kind}`),
+    ...(result.collisionErrors.length === 0 ? ["no ERROR line names the collision"] : []),
+    ...(ledMs < result.seconds * 500 ? [`led ${ledMs.toFixed(0)} ms in all, under half the run`] : [])
+  ]
 }

@@ -21,7 +21,10 @@
 // Environment: SOAK_URL, SOAK_KIND (pg | mysql), SOAK_NAME (election),
 // SOAK_TABLE, SOAK_IDENTITY, SOAK_LOG, SOAK_DIST (a file: URL ending in /; default ../../dist/),
 // SOAK_STEP_MS (work step, default 10), SOAK_RES_MS (resource sample, default 2000),
-// SOAK_LISTEN_URL (a direct PostgreSQL URL: the store listens for wake-up hints there).
+// SOAK_LISTEN_URL (a direct PostgreSQL URL: the store listens for wake-up hints there),
+// SOAK_SHAPE (`make`, default: Elector.make, its run, onStartedLeading; `quickstart`:
+// README's Effect quick start, Elector.layer and Elector.whileLeader over a store
+// with ensureSchema, with this timing and identity).
 import * as fs from "node:fs"
 
 const env = (name, fallback) => {
@@ -41,8 +44,9 @@ const now = () => Number(process.hrtime.bigint() / 1000n)
 const write = (event) => fs.writeSync(fd, JSON.stringify(event) + "\n")
 write({ e: "up", id: identity, pid: process.pid, t: now() })
 
-const { Effect, Fiber, Logger, Schedule } = await import("effect")
+const { Effect, Fiber, Layer, Logger, Schedule } = await import("effect")
 const Elector = await import(new URL("Elector.js", dist).href)
+const Leadership = await import(new URL("Leadership.js", dist).href)
 const Store = await import(new URL(kind === "pg" ? "stores/PgStore.js" : "stores/MysqlStore.js", dist).href)
 
 const timing = {
@@ -107,22 +111,40 @@ const logger = Logger.replace(
   })
 )
 
-const participate = Effect.gen(function*() {
-  elector = yield* Elector.make({
-    name: env("SOAK_NAME"),
-    identity,
-    ...timing,
-    onStartedLeading: work
-  })
-  write({ e: "ready", t: now() })
-  return yield* elector.run
-}).pipe(
-  Effect.provide(Store.layerFromUrl(env("SOAK_URL"), {
-    table: env("SOAK_TABLE"),
-    operationTimeout: timing.operationTimeout,
-    maxConnections: 2,
-    ...(process.env.SOAK_LISTEN_URL === undefined ? {} : { listen: { url: process.env.SOAK_LISTEN_URL } })
-  })),
+const storeOptions = {
+  table: env("SOAK_TABLE"),
+  operationTimeout: timing.operationTimeout,
+  maxConnections: 2,
+  ...(process.env.SOAK_LISTEN_URL === undefined ? {} : { listen: { url: process.env.SOAK_LISTEN_URL } })
+}
+
+const config = { name: env("SOAK_NAME"), identity, ...timing }
+
+const shapes = {
+  make: Effect.gen(function*() {
+    elector = yield* Elector.make({ ...config, onStartedLeading: work })
+    write({ e: "ready", t: now() })
+    return yield* elector.run
+  }).pipe(Effect.provide(Store.layerFromUrl(env("SOAK_URL"), storeOptions))),
+  // As the quick start: the layer takes part while it lives, whileLeader
+  // runs the work in each term with the term's fence in context.
+  quickstart: Effect.gen(function*() {
+    elector = yield* Elector.Elector
+    write({ e: "ready", t: now() })
+    return yield* Elector.whileLeader(Effect.flatMap(Leadership.fence, work))
+  }).pipe(
+    Effect.provide(
+      Elector.layer(config).pipe(
+        Layer.provide(Store.layerFromUrl(env("SOAK_URL"), { ...storeOptions, ensureSchema: true }))
+      )
+    )
+  )
+}
+
+const shape = shapes[env("SOAK_SHAPE", "make")]
+if (shape === undefined) throw new Error(`SOAK_SHAPE: ${Object.keys(shapes).join(" or ")}`)
+
+const participate = shape.pipe(
   Effect.scoped,
   // Building the store fails while its path is down: try again, as a
   // supervisor restarting the process would.
