@@ -15,9 +15,10 @@
  * breaks, for the chaos test (failover.test.ts) and the CLI (failover.ts).
  */
 import { Duration } from "effect"
+import pg from "pg"
 import { ensureSchema, livenessBoundMs, type Path, startFleet, table, timing } from "./fleet.js"
 import { type AsyncStandbyTopology, startAsyncStandby } from "./harness/AsyncStandby.js"
-import { describeViolation } from "./harness/IntervalOracle.js"
+import { describeViolation, type Interval } from "./harness/IntervalOracle.js"
 import { sleep } from "./harness/process.js"
 import { quoteIdent } from "./harness/ThrowawayPostgres.js"
 
@@ -48,6 +49,12 @@ export interface AsyncFailoverResult {
   readonly killedAfterMs: number
   /** From the SIGKILL until the promoted standby accepted writes and the path moved, ms. */
   readonly promotionMs: number
+  /**
+   * From the promotion (path moved) to the first claim written on the new
+   * server (the row's holder or fence changed: taken over, or held back),
+   * ms, within 20 ms; undefined if none was.
+   */
+  readonly claimAfterPromotionMs: number | undefined
   /** From the promotion (path moved) to the first term begun after it, ms; undefined if none began. */
   readonly leaderAfterPromotionMs: number | undefined
   /** What issue 39 allows for that: leaseDuration + 2 × retryPeriod. */
@@ -68,12 +75,50 @@ export interface AsyncFailoverOptions {
 
 export const leaderBoundMs = Duration.toMillis(timing.leaseDuration) + 2 * Duration.toMillis(timing.retryPeriod)
 
-const standbyFence = async (topology: AsyncStandbyTopology, election: string): Promise<bigint | undefined> => {
-  const rows = await topology.standby.sql<{ fence: string }>(
-    `SELECT fence::text AS fence FROM ${quoteIdent(table)} WHERE name = $1`,
-    [election]
-  )
-  return rows[0] === undefined ? undefined : BigInt(rows[0].fence)
+interface RowWatch {
+  /** The fence in the row when the watch began; undefined: no row. */
+  readonly fence: bigint | undefined
+  /** Ends the watch: when a write first changed the row's holder or fence (performance.now), if one did. */
+  stop(): Promise<number | undefined>
+}
+
+/**
+ * Watches the election's row on the promoted standby, over a connection of
+ * its own past every proxy, every 20 ms: the first claim on the new server
+ * (a takeover, or a lease held back) is when its holder or fence changes.
+ */
+const watchRow = async (topology: AsyncStandbyTopology, election: string): Promise<RowWatch> => {
+  const client = new pg.Client({ connectionString: topology.standby.url() })
+  client.on("error", () => {})
+  await client.connect()
+  const read = async (): Promise<string> => {
+    const rows = await client.query<{ holder: string; fence: string }>(
+      `SELECT holder, fence::text AS fence FROM ${quoteIdent(table)} WHERE name = $1`,
+      [election]
+    )
+    return rows.rows[0] === undefined ? "" : `${rows.rows[0].holder}#${rows.rows[0].fence}`
+  }
+  const before = await read().catch(async (error: unknown) => {
+    await client.end().catch(() => {})
+    throw error
+  })
+  let changedAt: number | undefined
+  let watching = true
+  const watched = (async () => {
+    while (watching && changedAt === undefined) {
+      if ((await read()) !== before) changedAt = performance.now()
+      else await sleep(20)
+    }
+  })().catch(() => undefined)
+  return {
+    fence: before === "" ? undefined : BigInt(before.slice(before.lastIndexOf("#") + 1)),
+    stop: async () => {
+      watching = false
+      await watched
+      await client.end().catch(() => {})
+      return changedAt
+    }
+  }
 }
 
 /**
@@ -106,7 +151,9 @@ export const summary = (r: AsyncFailoverResult): string =>
     failoverProblems(r).length === 0 ? "holds;" : "BREAKS the requirement;",
     `overlap ${ms(r.overlapMs)} ms,`,
     `fences reused [${r.reusedFences.join(", ")}],`,
-    `leader ${ms(r.leaderAfterPromotionMs)} ms after the promotion (bound ${r.leaderBoundMs}),`,
+    `first claim ${ms(r.claimAfterPromotionMs)} ms and leader ${
+      ms(r.leaderAfterPromotionMs)
+    } ms after the promotion (bound ${r.leaderBoundMs}),`,
     `fences: first ${r.firstFence}, lost ${r.lostFence}, standby held ${r.standbyFence ?? "no row"};`,
     `primary killed ${ms(r.killedAfterMs)} ms into the lost term, promoted in ${ms(r.promotionMs)} ms`
   ].join(" ")
@@ -139,14 +186,20 @@ export const runAsyncFailover = async (
       const killedAt = performance.now()
       await Promise.all([topology.killPrimary(), options.zoneLost === true ? fleet.stop(successor.id) : undefined])
       await topology.promoteStandby()
-      const held = await standbyFence(topology, fleet.name)
+      const row = await watchRow(topology, fleet.name)
       topology.moveToStandby()
       const promotedAt = performance.now()
 
-      const next = await fleet.nextTerm(promotedAt, livenessBoundMs).catch(() => undefined)
-      // Until a term has lasted past leaseDuration - safetyMargin, any term
-      // from before the failover has run out, and the record is complete.
-      await fleet.stableLeaderWithin(livenessBoundMs, 2_500).catch(() => undefined)
+      let next: Interval | undefined
+      let claimedAt: number | undefined
+      try {
+        next = await fleet.nextTerm(promotedAt, livenessBoundMs).catch(() => undefined)
+        // Until a term has lasted past leaseDuration - safetyMargin, any term
+        // from before the failover has run out, and the record is complete.
+        await fleet.stableLeaderWithin(livenessBoundMs, 2_500).catch(() => undefined)
+      } finally {
+        claimedAt = await row.stop()
+      }
       const oracle = fleet.oracle
       return {
         path,
@@ -156,9 +209,10 @@ export const runAsyncFailover = async (
         violations: oracle.violations().map(describeViolation),
         firstFence: first.fence,
         lostFence: successor.fence,
-        standbyFence: held,
+        standbyFence: row.fence,
         killedAfterMs: killedAt - successor.start,
         promotionMs: promotedAt - killedAt,
+        claimAfterPromotionMs: claimedAt === undefined ? undefined : claimedAt - promotedAt,
         leaderAfterPromotionMs: next === undefined ? undefined : next.start - promotedAt,
         leaderBoundMs,
         terms: oracle.intervals().map((i) => ({
