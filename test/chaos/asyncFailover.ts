@@ -20,6 +20,7 @@ import { ensureSchema, livenessBoundMs, type Path, startFleet, table, timing } f
 import { type AsyncStandbyTopology, startAsyncStandby } from "./harness/AsyncStandby.js"
 import { describeViolation, type Interval } from "./harness/IntervalOracle.js"
 import { sleep } from "./harness/process.js"
+import { serverLoginRetrySeconds } from "./harness/ThrowawayPgBouncer.js"
 import { quoteIdent } from "./harness/ThrowawayPostgres.js"
 
 /** A term as the oracle saw it, in ms from the promotion (negative: before it). */
@@ -57,7 +58,12 @@ export interface AsyncFailoverResult {
   readonly claimAfterPromotionMs: number | undefined
   /** From the promotion (path moved) to the first term begun after it, ms; undefined if none began. */
   readonly leaderAfterPromotionMs: number | undefined
-  /** What issue 39 allows for that: leaseDuration + 2 × retryPeriod. */
+  /**
+   * What issue 39 allows for that: leaseDuration + 2 × retryPeriod; through
+   * PgBouncer, plus its `server_login_retry`, during which it refuses every
+   * login after the ones to the dead primary failed (no client can reach
+   * the promoted server sooner).
+   */
   readonly leaderBoundMs: number
   readonly terms: ReadonlyArray<FailoverTerm>
   /** The fleet's logs from the successor's start on, for a report. */
@@ -73,7 +79,9 @@ export interface AsyncFailoverOptions {
   readonly zoneLost?: boolean
 }
 
-export const leaderBoundMs = Duration.toMillis(timing.leaseDuration) + 2 * Duration.toMillis(timing.retryPeriod)
+export const leaderBoundMs = (path: Path): number =>
+  Duration.toMillis(timing.leaseDuration) + 2 * Duration.toMillis(timing.retryPeriod) +
+  (path === "pooled" ? serverLoginRetrySeconds * 1000 : 0)
 
 interface RowWatch {
   /** The fence in the row when the watch began; undefined: no row. */
@@ -214,7 +222,7 @@ export const runAsyncFailover = async (
         promotionMs: promotedAt - killedAt,
         claimAfterPromotionMs: claimedAt === undefined ? undefined : claimedAt - promotedAt,
         leaderAfterPromotionMs: next === undefined ? undefined : next.start - promotedAt,
-        leaderBoundMs,
+        leaderBoundMs: leaderBoundMs(path),
         terms: oracle.intervals().map((i) => ({
           id: i.id,
           fence: i.fence,

@@ -46,6 +46,13 @@ export interface PgBouncerOptions {
   readonly config?: ReadonlyArray<string>
 }
 
+/**
+ * How long PgBouncer refuses logins after one to a server failed (1 s here,
+ * 15 s by default): after a failover, the first statement through it waits
+ * this long at most before the promoted server is tried.
+ */
+export const serverLoginRetrySeconds = 1
+
 const binary = (): string => {
   for (
     const candidate of [
@@ -113,7 +120,7 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<Throwaw
       "server_lifetime = 10",
       "server_idle_timeout = 5",
       "server_connect_timeout = 5",
-      "server_login_retry = 1",
+      `server_login_retry = ${serverLoginRetrySeconds}`,
       "ignore_startup_parameters = extra_float_digits",
       `logfile = ${logFile}`,
       `pidfile = ${path.join(dir, "pgbouncer.pid")}`,
