@@ -37,6 +37,7 @@ import * as timingPresets from "./internal/config/timing.js"
 import * as job from "./internal/election/job.js"
 import * as internal from "./internal/election/make.js"
 import * as statusJson from "./internal/metrics/status.js"
+import * as spreading from "./internal/spread/spread.js"
 import type * as Job from "./Job.js"
 import { Leadership, type LeadershipShape } from "./Leadership.js"
 import type { Candidacy, Store, StoreError, StoreShape } from "./Store.js"
@@ -516,6 +517,137 @@ export const joinAll = (
     )
     return { electors, changes }
   })
+
+/**
+ * What {@link spread} takes: the group, its elections, and the electors'
+ * options, shared by every election of the group (no `name`: each
+ * election's is its own; no preferred leaders, nor per-term callbacks: the
+ * work and the statuses stand for them).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface SpreadConfig extends
+  Omit<
+    ElectorConfig,
+    | "name"
+    | "priority"
+    | "version"
+    | "versionPolicy"
+    | "preemptAfter"
+    | "onStartedLeading"
+    | "onStoppedLeading"
+    | "onNewLeader"
+  >
+{
+  /**
+   * The group: every process spreading the same elections names the same
+   * group. Its members advertise themselves in the store's candidates table
+   * under this name, so it must be no election's name (of this group or any
+   * other election with candidates).
+   */
+  readonly group: string
+  /** The elections to spread over the group's live members; more may be added while it runs. */
+  readonly names: Iterable<string>
+  /**
+   * This member's identity, the holder of every lease it leads: one per
+   * process, stable across restarts, as for `ElectorConfig.identity`.
+   */
+  readonly identity?: string | undefined
+}
+
+/**
+ * One member of a spread group, as {@link spread} returns it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Spread {
+  readonly group: string
+  /** This member's identity: the holder of the leases it leads. */
+  readonly identity: string
+  /** The elections this member takes part in. */
+  readonly names: Effect.Effect<ReadonlyArray<string>>
+  /** The elections this member leads right now (each re-checks its deadline). */
+  readonly leading: Effect.Effect<ReadonlyArray<string>>
+  /** The elector of one election of the group, to read its status or `resign` it. */
+  readonly elector: (name: string) => Effect.Effect<Option.Option<ElectorShape>>
+  /** The group's live members, as this member last saw them (advisory). */
+  readonly members: Effect.Effect<ReadonlyArray<string>>
+  /** How many elections this member should lead, from its view (advisory). */
+  readonly target: Effect.Effect<number>
+  /**
+   * Takes part in one more election, at once; nothing if it already does.
+   * Fails (`InvalidConfig`) when the name is refused or is the group's.
+   */
+  readonly add: (name: string) => Effect.Effect<void, InvalidConfig | IdentityError | DuplicateIdentity>
+  /**
+   * Stops taking part in an election: its work is interrupted, and the
+   * lease, if led, released with a wake-up hint. Nothing if it does not.
+   */
+  readonly remove: (name: string) => Effect.Effect<void>
+  /**
+   * Every election's status each time it changes, merged, elections added
+   * later included; starts with each one's current status.
+   */
+  readonly changes: Stream.Stream<ElectionStatus>
+}
+
+/**
+ * Spreads many elections evenly over the live processes of a group, for as
+ * long as the scope lives, and runs `work(name)` under the term's
+ * {@link Leadership} in every term this process leads, as
+ * {@link whileLeader} does for one election (a failure is handled as
+ * `onWorkFailure` says; the work starts again in the next term).
+ *
+ * With N elections and M live members, each member leads between
+ * floor(N/M) and ceil(N/M) once things settle. Membership goes through the
+ * store's candidates table: each member advertises itself under the group's
+ * name every `retryPeriod`, valid for `candidateTtl` on the database clock.
+ * A member below its share claims free leases; one above it hands its
+ * surplus over one at a time (a release with a wake-up hint: a handover,
+ * not a lease expiry; step-down reason `handedOver`). A member that joins
+ * takes its share from those above theirs and nothing else moves; one that
+ * stops withdraws from the group, then releases what it leads; one that
+ * crashes loses its elections at lease expiry to the survivors below their
+ * shares. A lease free for two retry periods is claimed whatever the shares
+ * say, so that no election waits on views agreeing.
+ *
+ * Spreading decides only who claims when: each election is an ordinary
+ * elector (its claim the usual acquire, its fence the usual fence, its
+ * watchdog its own), so a member that miscounts costs moves, never an
+ * overlap. `resign` on one election's elector keeps its meaning. Needs a
+ * store with the candidate operations (the built-in ones have them);
+ * validated as {@link joinAll} does, with nothing started on a refusal.
+ * See "Spreading work over the fleet" in docs/operations.md.
+ *
+ * @since 0.2.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Elector, Leadership } from "effect-leaderelection"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const tenants = Array.from({ length: 500 }, (_, i) => `tenant-${i}`)
+ * const bill = (tenant: string) =>
+ *   Effect.flatMap(Leadership.fence, (fence) => Effect.log(`billing ${tenant} under fence ${fence}`))
+ * const program = Effect.gen(function* () {
+ *   const group = yield* Elector.spread({ group: "billing", names: tenants }, bill)
+ *   yield* group.add("tenant-500")
+ *   yield* Stream.runForEach(group.changes, ({ name, status }) =>
+ *     Effect.log(`${name}: ${status.isLeader ? "leading" : "following"}`))
+ * }).pipe(Effect.scoped, Effect.provide(PgStore.layerFromUrl("postgres://app@db:5432/app", { maxConnections: 8 })))
+ * ```
+ */
+export const spread: <E, R>(
+  options: SpreadConfig,
+  work: (name: string) => Effect.Effect<unknown, E, R>
+) => Effect.Effect<
+  Spread,
+  InvalidConfig | IdentityError | DuplicateIdentity,
+  Store | Scope.Scope | Exclude<R, Leadership>
+> = spreading.make
 
 /**
  * {@link layer}, its configuration read from effect's `Config` (environment

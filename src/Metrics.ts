@@ -91,12 +91,13 @@ export const renewLatency = Metric.timerWithBoundaries(
  * - `shutdown`: the elector was stopped;
  * - `failed`: the term's work failed (`onWorkFailure: "stepDown"`, the default);
  * - `resigned`: `resign` was called;
- * - `preempted`: a preferred candidate took over (`priority`, `version`).
+ * - `preempted`: a preferred candidate took over (`priority`, `version`);
+ * - `handedOver`: a member of a spread group above its share handed the election over (`Elector.spread`).
  *
  * @since 0.1.0
  * @category models
  */
-export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resigned" | "preempted"
+export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resigned" | "preempted" | "handedOver"
 
 /**
  * Terms ended, tagged with `reason` ({@link StepDownReason}).
@@ -114,7 +115,8 @@ export type StepDownReason = "expired" | "lost" | "shutdown" | "failed" | "resig
  * ```
  */
 export const stepDowns = Metric.counter("leaderelection_step_downs_total", {
-  description: "Leadership terms that ended, by reason (expired, lost, shutdown, failed, resigned, preempted)",
+  description:
+    "Leadership terms that ended, by reason (expired, lost, shutdown, failed, resigned, preempted, handedOver)",
   incremental: true
 })
 

@@ -14,6 +14,7 @@ import * as Store from "../../Store.js"
 import { resolve } from "../config/config.js"
 import * as Instrumentation from "../metrics/instrumentation.js"
 import * as Runtime from "../runtime/runtime.js"
+import type { Seat } from "../spread/share.js"
 import { standingOf } from "./candidacy.js"
 import { draw } from "./incarnation.js"
 import { Participant } from "./participant.js"
@@ -28,6 +29,20 @@ export type { Elector } from "./published.js"
 /** @internal */
 export const make = (
   input: ElectorConfig
+): Effect.Effect<Elector, InvalidConfig | IdentityError | DuplicateIdentity, Store.Store | Scope.Scope> =>
+  seated(input, undefined)
+
+/**
+ * `make`, for an elector with a seat in a spread group (see
+ * spread/share.ts). Its own function rather than a second parameter of
+ * `make`: `make` is passed as a callback (`Effect.forEach(configs, make)`),
+ * which would hand it an index as its seat.
+ *
+ * @internal
+ */
+export const seated = (
+  input: ElectorConfig,
+  seat: Seat | undefined
 ): Effect.Effect<Elector, InvalidConfig | IdentityError | DuplicateIdentity, Store.Store | Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* resolve(input)
@@ -49,7 +64,7 @@ export const make = (
       if (alive.has(key)) return Effect.fail(new DuplicateIdentity({ name, identity }))
       alive.add(key)
       const { initial, instrumentation, leave } = Instrumentation.join(name, identity, tags)
-      const elector = new Participant(input, config, store, standing, clock, instrumentation, incarnation)
+      const elector = new Participant(input, config, store, standing, clock, instrumentation, incarnation, seat)
       const release = Effect.suspend(() =>
         Effect.ensuring(
           elector.shutdown(),

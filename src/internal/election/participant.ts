@@ -22,6 +22,7 @@ import * as Unanswered from "../metrics/unanswered.js"
 import * as Deadlines from "../runtime/deadlines.js"
 import * as Loop from "../runtime/loop.js"
 import * as Runtime from "../runtime/runtime.js"
+import type { Seat } from "../spread/share.js"
 import { Advisory } from "./advisory.js"
 import { StoreCalls } from "./calls.js"
 import { outranks, type Standing } from "./candidacy.js"
@@ -98,7 +99,9 @@ export class Participant implements Elector {
     private readonly clock: Clock.Clock,
     private readonly instrumentation: Instrumentation.Instrumentation,
     /** What tells this elector's process apart in the store: given to every acquire. */
-    private readonly incarnation: string
+    private readonly incarnation: string,
+    /** Its place in a spread group (see spread/share.ts), when it is in one. */
+    private readonly seat?: Seat | undefined
   ) {
     this.name = config.name
     this.identity = config.identity
@@ -263,6 +266,9 @@ export class Participant implements Elector {
   private *claim() {
     const { config, identity, name } = this
     const { leaseDuration, safetyMargin } = config
+    // In a spread group, only a member below its share claims a lease freed
+    // a moment ago; the claim itself is the usual acquire.
+    if (this.seat !== undefined && !this.seat.mayClaim()) return this.pause(yield* Random.next)
     const sentAt = this.nanos()
     const result = yield* this.calls.attempt(
       "acquire",
@@ -436,6 +442,9 @@ export class Participant implements Elector {
         const announce = this.observe(result.right, deadline)
         if (announce !== undefined) yield* announce
         moved(deadline)
+        // A member above its share in a spread group hands this election
+        // over: the term ends as a resignation does, without the hold-off.
+        if (this.seat?.handsOver() === true) return yield* Deferred.succeed(stop, "handedOver")
         nextAt = sentAt + Duration.unsafeToNanos(renewalDelay(config.renewInterval, yield* Random.next, false))
       }
     })
@@ -567,6 +576,7 @@ export class Participant implements Elector {
       held !== undefined && held.holder === this.identity && !this.mine(held),
       this.nanos()
     )
+    this.seat?.seen(Option.isSome(seen) ? seen.value.holder : undefined)
     const wall = this.clock.unsafeCurrentTimeMillis()
     this.published.commit({
       ...state,

@@ -60,7 +60,7 @@ export interface State {
  *
  * @internal
  */
-export type StepDown = "expired" | "lost" | "failed" | "resigned" | "preempted"
+export type StepDown = "expired" | "lost" | "failed" | "resigned" | "preempted" | "handedOver"
 
 const initial: State = {
   term: Option.none(),
