@@ -20,18 +20,16 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
-import * as LogLevel from "effect/LogLevel"
+import type * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as EffectRuntime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Elector from "./Elector.js"
 import type { LastError } from "./ElectorError.js"
-import { formatDuration } from "./internal/config/config.js"
 import * as jobs from "./internal/election/job.js"
 import * as internal from "./internal/election/make.js"
+import * as Callbacks from "./internal/promise/callbacks.js"
 import * as Lifecycle from "./internal/promise/lifecycle.js"
-import * as Logs from "./internal/promise/logger.js"
 import type * as Job from "./Job.js"
 import * as Metrics from "./Metrics.js"
 import { Store, type StoreShape } from "./Store.js"
@@ -315,10 +313,6 @@ export interface PromiseElector {
   readonly metrics: () => string
 }
 
-/** A callback's outcome, as a promise that never rejects; a synchronous throw counts as a rejection. */
-const invoke = (f: () => unknown): Promise<Exit.Exit<unknown, unknown>> =>
-  Promise.resolve().then(f).then(Exit.succeed, Exit.fail)
-
 const errorJSON = (error: unknown): ErrorJSON =>
   error instanceof Error
     ? { _tag: "_tag" in error && typeof error._tag === "string" ? error._tag : error.name, message: error.message }
@@ -380,61 +374,20 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   const layer: Layer.Layer<Store, unknown> = "acquire" in store ? Layer.succeed(Store, store) : store
 
   // Everything this elector runs, runs on this: its log annotations, level and logger.
-  const runtime = Effect.runSync(
-    Effect.runtime<never>().pipe(
-      Effect.annotateLogs({ election: name, identity }),
-      Logger.withMinimumLogLevel(LogLevel.fromLiteral(logLevel ?? "Info")),
-      Effect.provide(
-        logger === undefined ? Layer.empty : Logger.replace(Logger.defaultLogger, Logs.make(logger))
-      )
-    )
-  )
+  const runtime = Callbacks.runtime({ election: name, identity }, logLevel, logger)
   const log = (effect: Effect.Effect<void>) => EffectRuntime.runFork(runtime)(effect)
-
-  /** Waits for a callback to settle, at most `leaseDuration`, and logs an overrun instead of waiting on. */
   const settled = (
     callback: string,
     outcome: Promise<Exit.Exit<unknown, unknown>>,
     onFailure: (cause: Cause.Cause<unknown>) => Effect.Effect<void>
-  ): Effect.Effect<void> =>
-    // Interruptible, so that the timeout also holds where it is awaited in a finalizer.
-    Effect.interruptible(Effect.promise(() => outcome)).pipe(
-      Effect.timeoutOption(leaseDuration),
-      Effect.flatMap(Option.match({
-        onNone: () =>
-          Effect.logWarning(
-            `${callback} did not settle within leaseDuration (${formatDuration(leaseDuration)}); going on without it`
-          ),
-        onSome: Exit.match({ onSuccess: () => Effect.void, onFailure })
-      }))
-    )
+  ) => Callbacks.settled(leaseDuration, callback, outcome, onFailure)
   const failed = (callback: string) => (cause: Cause.Cause<unknown>) => Effect.logError(`${callback} failed`, cause)
-
-  // The term's work: the signal is aborted when the term's fiber ends, which
-  // is at the end of the term even when the callback returned long before.
-  const term = (f: (signal: AbortSignal, fence: bigint) => void | Promise<void>, fence: bigint) =>
-    Effect.suspend(() => {
-      const controller = new AbortController()
-      const outcome = invoke(() => f(controller.signal, fence))
-      return Effect.promise(() => outcome).pipe(
-        Effect.flatten,
-        Effect.zipRight(Effect.never),
-        Effect.onInterrupt(() =>
-          Effect.zipRight(
-            Effect.sync(() => controller.abort()),
-            // Rejecting once aborted is how callbacks usually stop: not an error.
-            settled("onStartedLeading", outcome, (cause) => Effect.logDebug("onStartedLeading ended", cause))
-          )
-        ),
-        Effect.ensuring(Effect.sync(() => controller.abort()))
-      )
-    })
 
   // A job's run: aborted, and no longer waited for, when the term ends.
   const slot = (job: PromiseJob) => (at: Job.Slot) =>
     Effect.suspend(() => {
       const controller = new AbortController()
-      return Effect.promise(() => invoke(() => job.run(controller.signal, at))).pipe(
+      return Effect.promise(() => Callbacks.invoke(() => job.run(controller.signal, at))).pipe(
         Effect.flatten,
         Effect.onInterrupt(() => Effect.sync(() => controller.abort()))
       )
@@ -443,16 +396,22 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
   const electorConfig: Elector.ElectorConfig = {
     ...config,
     identity,
-    onStartedLeading: onStartedLeading === undefined ? undefined : (fence) => term(onStartedLeading, fence),
+    onStartedLeading: onStartedLeading === undefined
+      ? undefined
+      : (fence) => Callbacks.term(leaseDuration, "onStartedLeading", (signal) => onStartedLeading(signal, fence)),
     onStoppedLeading: onStoppedLeading === undefined
       ? undefined
-      : Effect.suspend(() => settled("onStoppedLeading", invoke(onStoppedLeading), failed("onStoppedLeading"))),
+      : Effect.suspend(() =>
+        settled("onStoppedLeading", Callbacks.invoke(onStoppedLeading), failed("onStoppedLeading"))
+      ),
     // Called at once, in order, and never waited for: an observer cannot hold up the election.
     onNewLeader: onNewLeader === undefined ?
       undefined :
       (leader, fence) =>
         Effect.asVoid(
-          Effect.forkDaemon(settled("onNewLeader", invoke(() => onNewLeader(leader, fence)), failed("onNewLeader")))
+          Effect.forkDaemon(
+            settled("onNewLeader", Callbacks.invoke(() => onNewLeader(leader, fence)), failed("onNewLeader"))
+          )
         )
   }
 
@@ -480,7 +439,7 @@ export const createElector = (options: PromiseElectorOptions): PromiseElector =>
       // A failed start is reported by start()'s rejection (and onError): not logged as well.
       if (during === "running") log(Effect.logError("the elector stopped on a failure", cause))
       if (onError !== undefined) {
-        void invoke(() => onError(error)).then((outcome) => {
+        void Callbacks.invoke(() => onError(error)).then((outcome) => {
           if (Exit.isFailure(outcome)) log(failed("onError")(outcome.cause))
         })
       }
