@@ -30,7 +30,9 @@ import * as jobs from "./internal/election/job.js"
 import * as internal from "./internal/election/make.js"
 import * as Callbacks from "./internal/promise/callbacks.js"
 import * as Lifecycle from "./internal/promise/lifecycle.js"
+import * as Spreading from "./internal/spread/spread.js"
 import type * as Job from "./Job.js"
+import * as Leadership from "./Leadership.js"
 import * as Metrics from "./Metrics.js"
 import { Store, type StoreShape } from "./Store.js"
 
@@ -571,4 +573,193 @@ export const openStore = async (store: Layer.Layer<Store, unknown>): Promise<Sha
     throw Cause.squash(built.cause)
   }
   return { ...Context.get(built.value, Store), close }
+}
+
+/**
+ * What `createSpread` takes: every `Elector.SpreadConfig` field, the store,
+ * the work in its Promise form, and the logging and error options of
+ * {@link PromiseElectorOptions}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface PromiseSpreadOptions extends Elector.SpreadConfig {
+  /** The store: a layer, built at each start and torn down at each stop, or a store built already. */
+  readonly store: Layer.Layer<Store, unknown> | StoreShape
+  /**
+   * Runs for each term of each election this process leads. `signal` is
+   * aborted when the term ends, as for `onStartedLeading` of
+   * `createElector`: stop promptly; the lease is not released until the
+   * returned promise settles, or until `leaseDuration` after the abort. A
+   * rejection is logged and ends the term (see `onWorkFailure`).
+   */
+  readonly work: (name: string, signal: AbortSignal, fence: bigint) => void | Promise<void>
+  /** As for `createElector`: called each time the spread enters `failed`. */
+  readonly onError?: ((error: unknown) => void) | undefined
+  /** As for `createElector`: the least severe level logged. */
+  readonly logLevel?: LogLevel.Literal | undefined
+  /** As for `createElector`: where the logs go. */
+  readonly logger?: PromiseLogger | undefined
+}
+
+/**
+ * One member of a spread group for Promise callers, as `createSpread`
+ * returns it: the same state machine as {@link PromiseElector}
+ * (`start()`/`stop()` in any order), over every election of the group.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface PromiseSpread {
+  readonly group: string
+  /** This member's identity: the holder of the leases it leads. */
+  readonly identity: string
+  /** Resolves once it runs (each election joined, not led); rejects if starting fails. */
+  readonly start: () => Promise<void>
+  /**
+   * Resolves once it has stopped: the membership withdrawn, then every term
+   * ended (signals aborted, work settled or given up on) and every lease
+   * released, so that the others take them over at once. Never rejects.
+   */
+  readonly stop: () => Promise<void>
+  /** As for {@link PromiseElector}: settles when it leaves `running`. */
+  readonly done: () => Promise<void>
+  readonly state: () => ElectorState
+  /**
+   * Takes part in one more election from now on (at once while running).
+   * Throws `InvalidConfig` for a name refused or the group's own; rejects
+   * if the election cannot be joined.
+   */
+  readonly add: (name: string) => Promise<void>
+  /** Stops taking part in an election: its term, if any, ends and its lease is released. */
+  readonly remove: (name: string) => Promise<void>
+  /** The elections this member takes part in (while stopped too). */
+  readonly names: () => ReadonlyArray<string>
+  /** The elections this member leads right now; each re-checks its deadline. */
+  readonly leading: () => ReadonlyArray<string>
+  /** Hands one election over, as `PromiseElector.resign` does. Never rejects. */
+  readonly resign: (name: string) => Promise<void>
+}
+
+/**
+ * Spreads many elections evenly over the live processes of a group, for
+ * Promise callers: `Elector.spread` behind `start()` and `stop()`. Each
+ * process leads between floor(N/M) and ceil(N/M) of the N elections once
+ * things settle, and runs `work` for each term it leads. An invalid
+ * configuration throws `ElectorError.InvalidConfig` here, before anything
+ * runs.
+ *
+ * @since 0.2.0
+ * @category constructors
+ * @example
+ * ```ts
+ * import { createSpread } from "effect-leaderelection/promise"
+ * import * as PgStore from "effect-leaderelection/stores/PgStore"
+ *
+ * const bill = async (tenant: string, fence: bigint) => {
+ *   console.log(`billing ${tenant} under fence ${fence}`)
+ *   await new Promise((resolve) => setTimeout(resolve, 1000))
+ * }
+ *
+ * const spread = createSpread({
+ *   store: PgStore.layerFromUrl("postgres://app@db:5432/app", { ensureSchema: true, maxConnections: 8 }),
+ *   group: "billing",
+ *   names: Array.from({ length: 500 }, (_, i) => `tenant-${i}`),
+ *   work: async (tenant, signal, fence) => {
+ *     while (!signal.aborted) await bill(tenant, fence)
+ *   }
+ * })
+ *
+ * export const main = async () => {
+ *   await spread.start()
+ *   await spread.add("tenant-500")
+ *   process.on("SIGTERM", () => void spread.stop()) // hands everything over
+ * }
+ * ```
+ */
+export const createSpread = (options: PromiseSpreadOptions): PromiseSpread => {
+  const { logLevel, logger, onError, store, work, ...config } = options
+  const checked = Effect.runSyncExit(Spreading.check(config))
+  if (Exit.isFailure(checked)) throw Cause.squash(checked.cause)
+  const { group, member } = checked.value
+  const { identity, leaseDuration } = member
+  const names = new Set(checked.value.names)
+  const layer: Layer.Layer<Store, unknown> = "acquire" in store ? Layer.succeed(Store, store) : store
+  const runtime = Callbacks.runtime({ group, identity }, logLevel, logger)
+  // Rejects with the error itself, as start() does, not wrapped in a FiberFailure.
+  const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
+    EffectRuntime.runPromiseExit(runtime)(effect).then((exit) =>
+      Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))
+    )
+
+  const leadership = (name: string) =>
+    Effect.flatMap(
+      Leadership.fence,
+      (fence) => Callbacks.term(leaseDuration, "work", (signal) => work(name, signal, fence))
+    )
+
+  // Joins the elections of `names`, which add() and remove() change while
+  // it starts, and runs once nothing is left to do.
+  const program = (started: (spread: Elector.Spread) => void): Effect.Effect<never, unknown> =>
+    Effect.gen(function*() {
+      const spread = yield* Elector.spread({ ...config, identity, names: [] }, leadership)
+      while (true) {
+        const joined = new Set(yield* spread.names)
+        const missing = [...names].filter((name) => !joined.has(name))
+        const gone = [...joined].filter((name) => !names.has(name))
+        if (missing.length === 0 && gone.length === 0) break
+        yield* Effect.forEach(missing, spread.add, { discard: true })
+        yield* Effect.forEach(gone, spread.remove, { discard: true })
+      }
+      yield* Effect.sync(() => started(spread))
+      return yield* Effect.never
+    }).pipe(Effect.scoped, Effect.provide(layer))
+
+  const lifecycle = new Lifecycle.Lifecycle<Elector.Spread>({
+    launch: (started) => EffectRuntime.runFork(runtime)(program(started)),
+    failed: (error) => {
+      if (onError !== undefined) void Callbacks.invoke(() => onError(error))
+    },
+    stoppedWith: (cause) => EffectRuntime.runFork(runtime)(Effect.logError("the spread failed while stopping", cause))
+  })
+
+  const running = () => lifecycle.state === "running" ? lifecycle.elector : undefined
+
+  return {
+    group,
+    identity,
+    start: () => lifecycle.start(),
+    stop: () => lifecycle.stop(),
+    done: () => lifecycle.done(),
+    state: () => lifecycle.state,
+    add: (name) => {
+      const valid = Effect.runSyncExit(Spreading.checkName(checked.value, name))
+      if (Exit.isFailure(valid)) throw Cause.squash(valid.cause)
+      names.add(name)
+      // Not running: the next start joins it (a start under way catches up before it runs).
+      const spread = running()
+      if (spread === undefined) return Promise.resolve()
+      return run(spread.add(name)).catch((error: unknown) => {
+        names.delete(name)
+        throw error
+      })
+    },
+    remove: (name) => {
+      names.delete(name)
+      const spread = running()
+      return spread === undefined ? Promise.resolve() : run(spread.remove(name))
+    },
+    names: () => [...names],
+    leading: () => {
+      const spread = lifecycle.elector
+      return spread === undefined ? [] : EffectRuntime.runSync(runtime)(spread.leading)
+    },
+    resign: (name) => {
+      const spread = lifecycle.elector
+      if (spread === undefined) return Promise.resolve()
+      return run(
+        Effect.flatMap(spread.elector(name), Option.match({ onNone: () => Effect.void, onSome: (e) => e.resign }))
+      )
+    }
+  }
 }

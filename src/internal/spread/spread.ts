@@ -17,7 +17,14 @@ import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { ElectionStatus, ElectorConfig, ElectorShape, Spread, SpreadConfig } from "../../Elector.js"
+import type {
+  ElectionStatus,
+  ElectorConfig,
+  ElectorShape,
+  ResolvedConfig,
+  Spread,
+  SpreadConfig
+} from "../../Elector.js"
 import { type DuplicateIdentity, type IdentityError, InvalidConfig } from "../../ElectorError.js"
 import { Leadership } from "../../Leadership.js"
 import * as Store from "../../Store.js"
@@ -39,6 +46,54 @@ interface Entry {
 const refused = ["priority", "version"] as const
 
 /**
+ * A spread's options, checked: the member's configuration, and each
+ * election's.
+ *
+ * @internal
+ */
+export interface Checked {
+  readonly group: string
+  /** The group's name stands for the member's electors' configuration: its identity (given or generated) is theirs. */
+  readonly member: ResolvedConfig
+  readonly names: ReadonlyArray<string>
+  readonly electorConfig: (name: string) => ElectorConfig
+}
+
+/**
+ * Checks a spread's options and every election's configuration, before
+ * anything starts.
+ *
+ * @internal
+ */
+export const check = (options: SpreadConfig): Effect.Effect<Checked, InvalidConfig | IdentityError> =>
+  Effect.gen(function*() {
+    const { group, names, ...rest } = options
+    for (const field of refused) {
+      if (rest[field as keyof typeof rest] !== undefined) {
+        return yield* new InvalidConfig({ field, reason: "spreading decides who leads: no preferred leaders" })
+      }
+    }
+    const member = yield* resolve({ ...rest, name: group })
+    const electorConfig = (name: string): ElectorConfig => ({ ...rest, name, identity: member.identity })
+    const checked: Checked = { group, member, names: [...new Set(names)], electorConfig }
+    yield* Effect.forEach(checked.names, (name) => checkName(checked, name), { discard: true })
+    return checked
+  })
+
+/**
+ * Checks one election's name and configuration.
+ *
+ * @internal
+ */
+export const checkName = (
+  { electorConfig, group }: Checked,
+  name: string
+): Effect.Effect<void, InvalidConfig | IdentityError> =>
+  name === group
+    ? new InvalidConfig({ field: "names", reason: `the group's own name (${group}) names its membership` })
+    : Effect.asVoid(resolve(electorConfig(name)))
+
+/**
  * Makes this member's side of the group `options.group` for the life of the
  * scope, running `work` in each term of each election it leads.
  *
@@ -53,19 +108,8 @@ export const make = <E, R>(
   Store.Store | Scope.Scope | Exclude<R, Leadership>
 > =>
   Effect.gen(function*() {
-    const { group, names, ...rest } = options
-    for (const field of refused) {
-      if (field in rest && rest[field as keyof typeof rest] !== undefined) {
-        return yield* new InvalidConfig({ field, reason: "spreading decides who leads: no preferred leaders" })
-      }
-    }
-    // The group's name stands for the member's electors' configuration:
-    // validated once, and its identity (given or generated) theirs.
-    const member = yield* resolve({ ...rest, name: group })
-    const electorConfig = (name: string): ElectorConfig => ({ ...rest, name, identity: member.identity })
-    const initial = [...new Set(names)]
-    // Every election is checked before anything starts.
-    yield* Effect.forEach(initial, (name) => Effect.zipRight(refuseGroup(group, name), resolve(electorConfig(name))))
+    const checked = yield* check(options)
+    const { electorConfig, group, member } = checked
     const store = yield* Store.Store
     const { advertise, withdraw } = store
     if (advertise === undefined || withdraw === undefined) {
@@ -101,7 +145,7 @@ export const make = <E, R>(
     const join = (name: string) =>
       Effect.gen(function*() {
         if (entries.has(name)) return
-        yield* refuseGroup(group, name)
+        yield* checkName(checked, name)
         const scope = yield* Scope.fork(electors, ExecutionStrategy.sequential)
         const seat = share.seat(name)
         const made = yield* internal.seated(electorConfig(name), seat).pipe(
@@ -132,7 +176,7 @@ export const make = <E, R>(
         share.leave(name)
       })
 
-    yield* Effect.forEach(initial, join, { discard: true })
+    yield* Effect.forEach(checked.names, join, { discard: true })
 
     // Built when it is run: the elections of the moment, then each one added.
     const changes: Stream.Stream<ElectionStatus> = Stream.unwrapScoped(
@@ -168,12 +212,6 @@ export const make = <E, R>(
     }
     return spread
   })
-
-/** The group's name is its membership's: no election of the group may take it. */
-const refuseGroup = (group: string, name: string): Effect.Effect<void, InvalidConfig> =>
-  name === group
-    ? new InvalidConfig({ field: "names", reason: `the group's own name (${group}) names its membership` })
-    : Effect.void
 
 /**
  * Runs `work` in every term `elector` leads, with the term's leadership:
