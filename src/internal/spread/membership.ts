@@ -66,8 +66,11 @@ export const keep = (options: Options): Effect.Effect<void, never, Scope.Scope> 
     yield* Effect.timeoutOption(Queue.take(refreshes), Duration.subtract(period, least))
     yield* Queue.takeAll(refreshes)
   }))
-  return Effect.zipRight(
-    Effect.addFinalizer(() => Effect.ignore(bounded(withdraw(group, identity)))),
-    Effect.asVoid(Effect.forkScoped(loop))
-  )
+  // The withdrawal runs on whichever fiber closes the scope: its timeout
+  // keeps the clock the group was made with, as an elector's calls do.
+  return Effect.flatMap(Effect.clock, (clock) =>
+    Effect.zipRight(
+      Effect.addFinalizer(() => Effect.withClock(Effect.ignore(bounded(withdraw(group, identity))), clock)),
+      Effect.asVoid(Effect.forkScoped(loop))
+    ))
 }
