@@ -563,6 +563,7 @@ export interface SpreadConfig extends
  * @category models
  */
 export interface Spread {
+  /** The group's name (`SpreadConfig.group`). */
   readonly group: string
   /** This member's identity: the holder of the leases it leads. */
   readonly identity: string

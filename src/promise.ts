@@ -611,6 +611,7 @@ export interface PromiseSpreadOptions extends Elector.SpreadConfig {
  * @category models
  */
 export interface PromiseSpread {
+  /** The group's name (`group` of the options). */
   readonly group: string
   /** This member's identity: the holder of the leases it leads. */
   readonly identity: string
@@ -624,6 +625,7 @@ export interface PromiseSpread {
   readonly stop: () => Promise<void>
   /** As for {@link PromiseElector}: settles when it leaves `running`. */
   readonly done: () => Promise<void>
+  /** Where it is in its life: see {@link ElectorState}. */
   readonly state: () => ElectorState
   /**
    * Takes part in one more election from now on (at once while running).

@@ -60,17 +60,20 @@ export const keep = (options: Options): Effect.Effect<void, never, Scope.Scope> 
   )
   const least = Duration.unsafeDivide(retryPeriod, 4)
   const loop = Effect.forever(Effect.gen(function*() {
-    yield* refresh
     const period = jittered(retryPeriod, yield* Random.next)
     yield* Effect.sleep(least)
     yield* Effect.timeoutOption(Queue.take(refreshes), Duration.subtract(period, least))
     yield* Queue.takeAll(refreshes)
+    yield* refresh
   }))
-  // The withdrawal runs on whichever fiber closes the scope: its timeout
-  // keeps the clock the group was made with, as an elector's calls do.
-  return Effect.flatMap(Effect.clock, (clock) =>
-    Effect.zipRight(
-      Effect.addFinalizer(() => Effect.withClock(Effect.ignore(bounded(withdraw(group, identity))), clock)),
-      Effect.asVoid(Effect.forkScoped(loop))
-    ))
+  return Effect.gen(function*() {
+    // The withdrawal runs on whichever fiber closes the scope: its timeout
+    // keeps the clock the group was made with, as an elector's calls do.
+    const clock = yield* Effect.clock
+    yield* Effect.addFinalizer(() => Effect.withClock(Effect.ignore(bounded(withdraw(group, identity))), clock))
+    // The first view before any election is joined: a member that started
+    // alone would claim every free lease, then hand most of them over.
+    yield* refresh
+    yield* Effect.forkScoped(loop)
+  })
 }
