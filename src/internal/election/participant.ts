@@ -473,6 +473,10 @@ export class Participant implements Elector {
       const reason = Exit.getOrElse(exit, () => "shutdown" as const)
       // Not leader from here on, before anything else happens.
       yield* this.published.update((s) => ({ ...s, term: Option.none() }))
+      // Nor counted as this member's in a spread group: after a partition
+      // the next poll that would say so may be retry periods away, and a
+      // member that counts a lost election as its own claims too little.
+      this.seat?.seen(undefined)
       yield* this.instrumentation.termEnded(reason)
       if (reason === "expired") yield* this.failed(new LeaseExpiredLocally({ name: this.name, fence: term.fence }))
       yield* Effect.annotateLogs(
