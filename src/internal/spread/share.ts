@@ -50,6 +50,10 @@ export class Share {
   private handOverAt = 0n
   /** The election this member handed over last, until another member is seen holding it. */
   private handedOver: string | undefined = undefined
+  /** Local monotonic nanoseconds at which the current period of handovers above ceil(N/M) ends. */
+  private periodEnds = 0n
+  /** What this member may still hand over in the current period, above ceil(N/M). */
+  private shedding = 0
   private readonly grace: bigint
   private readonly pace: bigint
 
@@ -129,13 +133,30 @@ export class Share {
     return true
   }
 
-  // One handover at a time: the next once another member holds the last
-  // one, or a retry period after it, so that a member above its share
-  // sheds it gradually and the others' views catch up in between.
+  // Above ceil(N/M) a member has a surplus whatever the others lead: it
+  // hands a quarter of it over each retry period (a member that started
+  // alone among thousands of elections sheds them in a few periods, not one
+  // a period), no longer counting each as its own from then on, so that
+  // the leaders renewing before the term has ended hand over no more than
+  // the surplus. Down to its target, whether it keeps the extra election
+  // depends on what it sees the others lead: one handover at a time, the
+  // next once another member holds the last one, or a retry period after
+  // it, so that the others' views catch up in between.
   private handsOver(name: string): boolean {
     const now = this.nanos()
+    const count = this.count(this.identity)
+    const excess = count - Math.ceil(this.holders.size / this.members.length)
+    if (now >= this.periodEnds) {
+      this.periodEnds = now + this.pace
+      this.shedding = Math.ceil(excess / 4)
+    }
+    if (excess > 0 && this.shedding > 0) {
+      this.shedding--
+      this.hold(name, undefined)
+      return true
+    }
     if (this.handedOver !== undefined && now < this.handOverAt) return false
-    if (this.count(this.identity) <= this.target()) return false
+    if (count <= this.target()) return false
     this.handedOver = name
     this.handOverAt = now + this.pace
     return true
