@@ -606,8 +606,8 @@ export interface Spread {
  * store's candidates table: each member advertises itself under the group's
  * name every `retryPeriod`, valid for `candidateTtl` on the database clock.
  * A member below its share claims free leases; one above it hands its
- * surplus over one at a time (a release with a wake-up hint: a handover,
- * not a lease expiry; step-down reason `handedOver`). A member that joins
+ * surplus over a few at a time (a release with a wake-up hint: a
+ * handover, not a lease expiry; step-down reason `handedOver`). A member that joins
  * takes its share from those above theirs and nothing else moves; one that
  * stops withdraws from the group, then releases what it leads; one that
  * crashes loses its elections at lease expiry to the survivors below their
