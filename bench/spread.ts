@@ -1,7 +1,9 @@
 /**
- * `npm run bench:spread -- [--names 100,1000] [--members 2,4] [--steady 10]`:
+ * `npm run bench:spread -- [--names 100,1000] [--members 2,4] [--steady 10] [--timing fast|default]`:
  * spreading on PostgreSQL (LE_PG_URL, default the local test database), in
- * one process, `Elector.timing.fast`. For each N x M: M members start
+ * one process, `Elector.timing.fast` unless told otherwise (every member of
+ * every election polls in this one process: thousands of electors on the
+ * fast timing saturate it). For each N x M: M members start
  * together; then one joins; then one stops cleanly. For each phase it
  * prints the moves (terms started) and the time until every election is led
  * and every member within floor(N/M)..ceil(N/M); then the store calls per
@@ -19,12 +21,13 @@ const { values } = parseArgs({
   options: {
     names: { type: "string", default: "100,1000" },
     members: { type: "string", default: "2,4" },
-    steady: { type: "string", default: "10" }
+    steady: { type: "string", default: "10" },
+    timing: { type: "string", default: "fast" }
   }
 })
 const url = process.env["LE_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const table = `bench_spread_${process.pid}`
-const timing = Elector.timing.fast
+const timing = values.timing === "default" ? Elector.timing.default : Elector.timing.fast
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const bench = async (n: number, m: number) => {
