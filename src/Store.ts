@@ -329,7 +329,7 @@ export interface StoreShape {
    * identity: `true` when the store keeps the `incarnation` of `acquire` as
    * that method says. An elector over a store without it (one written to
    * the contract of 0.1) tells processes apart by identity alone, as 0.1
-   * did, and says so once at startup, at WARN.
+   * did, and says so once per store, at WARN.
    *
    * @since 0.2.0
    */

@@ -210,6 +210,20 @@ describe("a store that keeps no incarnations (the 0.1 contract)", () => {
       ])
     }))
 
+  it.scoped("warns once per store, not once per elector", () =>
+    Effect.gen(function*() {
+      const { store: db } = yield* world
+      const warnings = yield* logLines(LogLevel.Warning)
+      const legacy: Store.StoreShape = { ...db, incarnations: undefined }
+      for (const identity of ["a", "b", "c"]) {
+        yield* start(yield* participant(legacy, { name: fresh(), identity }, identity))
+      }
+      expect(warnings).toHaveLength(1)
+      // Another store of the same kind is another store: it is warned of too.
+      yield* start(yield* participant({ ...db, incarnations: undefined }, { name: fresh(), identity: "d" }, "d"))
+      expect(warnings).toHaveLength(2)
+    }))
+
   it.scoped("a store that keeps them draws no warning", () =>
     Effect.gen(function*() {
       const { store: db } = yield* world

@@ -23,6 +23,13 @@ import type { Elector } from "./published.js"
 /** The (name, identity) pairs of the electors alive in this process. */
 const alive = Runtime.shared("electors", () => new Set<string>())
 
+/**
+ * The stores keeping no incarnations that an elector has warned of: once per
+ * store, not per elector, or `joinAll` over a thousand elections logs the
+ * same WARN a thousand times.
+ */
+const warned = Runtime.shared("storesWithoutIncarnations", () => new WeakSet<Store.StoreShape>())
+
 /** @internal */
 export type { Elector } from "./published.js"
 
@@ -79,7 +86,8 @@ export const seated = (
     yield* initial
     // A store written to the 0.1 contract still elects, as 0.1 did: refusing
     // it would break a working deployment for a hazard it may not have.
-    if (store.incarnations !== true) {
+    if (store.incarnations !== true && !warned.has(store)) {
+      warned.add(store)
       yield* Effect.annotateLogs(
         Effect.logWarning(
           "the store does not keep incarnations (StoreShape.incarnations, Store contract 0.2): " +

@@ -42,7 +42,13 @@ export class Share {
   private members: ReadonlyArray<string>
   /** Who this member last saw holding each of its elections (`undefined`: free). */
   private readonly holders = new Map<string, string | undefined>()
-  /** How many of this member's elections each holder was last seen holding. */
+  /**
+   * How many of this member's elections each holder was last seen holding:
+   * `holders` tallied, kept up to date as each holder changes (`hold`), since
+   * the rules ask every member's count at each claim and handover, and
+   * tallying thousands of elections each time would cost more than the
+   * renewals.
+   */
   private readonly counts = new Map<string, number>()
   /** Local monotonic nanoseconds since which each election has been seen free. */
   private readonly freeSince = new Map<string, bigint>()
