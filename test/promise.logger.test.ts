@@ -6,6 +6,7 @@ import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { captureLogs } from "./support/consoleLogs.js"
 import { eventually, fast as fastTiming } from "./support/promiseTiming.js"
+import { fatal, refusing } from "./support/RefusingStore.js"
 
 let elections = 0
 /** An election name no other test has seen. */
@@ -141,32 +142,20 @@ describe("createElector's logger option", () => {
 
   it("a failed start is rejected, not logged: the logger hears nothing of it", async () => {
     const { logger, records } = recording()
-    const fatal = new Store.StoreError({
+    const unreachable = new Store.StoreError({
       operation: "ensureSchema",
       retryable: false,
       reason: "password authentication failed",
       cause: undefined
     })
-    const elector = createElector({ ...fastTiming, name: unique("refused"), store: Layer.fail(fatal), logger })
-    await expect(elector.start()).rejects.toBe(fatal)
+    const elector = createElector({ ...fastTiming, name: unique("refused"), store: Layer.fail(unreachable), logger })
+    await expect(elector.start()).rejects.toBe(unreachable)
     expect(elector.status().state).toBe("failed")
     expect(records().filter((r) => r.level === "error" || r.level === "fatal")).toEqual([])
     await elector.stop()
   })
 
   it("under failFast, a fatal first answer fails the start and is not logged; without it, it is logged", async () => {
-    const fatal = new Store.StoreError({
-      operation: "inspect",
-      retryable: false,
-      reason: "no privilege",
-      cause: undefined
-    })
-    const refusing: Store.StoreShape = {
-      acquire: () => Effect.fail(fatal),
-      renew: () => Effect.fail(fatal),
-      release: () => Effect.fail(fatal),
-      inspect: () => Effect.fail(fatal)
-    }
     const strict = recording()
     const elector = createElector({
       ...fastTiming,

@@ -6,6 +6,7 @@ import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import { captureLogs } from "./support/consoleLogs.js"
 import { eventually, fast as fastTiming } from "./support/promiseTiming.js"
+import { fatal, refusing } from "./support/RefusingStore.js"
 
 // Real time (see support/promiseTiming.ts), election `jobs` unless a test names its own.
 const fast = { name: "jobs", ...fastTiming } as const
@@ -419,18 +420,6 @@ describe("createElector (Promise wrapper)", () => {
     })
 
     it("failFast: start() rejects with the first store answer when it is fatal; without it the elector runs on", async () => {
-      const fatal = new Store.StoreError({
-        operation: "inspect",
-        retryable: false,
-        reason: "no privilege",
-        cause: undefined
-      })
-      const refusing: Store.StoreShape = {
-        acquire: () => Effect.fail(fatal),
-        renew: () => Effect.fail(fatal),
-        release: () => Effect.fail(fatal),
-        inspect: () => Effect.fail(fatal)
-      }
       const strict = createElector({ ...fast, store: refusing, identity: "strict", failFast: true })
       const error = await strict.start().catch((e: unknown) => e)
       expect(error).toBeInstanceOf(Store.StoreError)
