@@ -62,6 +62,26 @@ describe("Elector.spread", () => {
       expect(yield* members[0]!.group.target).toBe(held.get("a"))
     }))
 
+  it.scoped("a member advertises itself once each of its electors has had its first answer", () =>
+    Effect.gen(function*() {
+      const { db } = yield* fleet
+      const store = Faulty.make(db)
+      // What the member's electors had asked when the others could first see it.
+      let askedBefore: number | undefined
+      const watched: Store.StoreShape = {
+        ...store,
+        advertise: (...args) =>
+          Effect.suspend(() => {
+            askedBefore ??= store.calls.inspect + store.calls.acquire
+            return store.advertise!(...args)
+          })
+      }
+      yield* Elector.spread({ group: "jobs", names, identity: "a" }, () => Effect.never).pipe(
+        Effect.provideService(Store.Store, watched)
+      )
+      expect(askedBefore).toBeGreaterThanOrEqual(names.length)
+    }))
+
   it.scoped("a member that joins takes its share from those above theirs; nothing else moves", () =>
     Effect.gen(function*() {
       const { holders, join } = yield* fleet

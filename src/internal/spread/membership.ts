@@ -71,8 +71,8 @@ export const keep = (options: Options): Effect.Effect<void, never, Scope.Scope> 
     // keeps the clock the group was made with, as an elector's calls do.
     const clock = yield* Effect.clock
     yield* Effect.addFinalizer(() => Effect.withClock(Effect.ignore(bounded(withdraw(group, identity))), clock))
-    // The first view before any election is joined: a member that started
-    // alone would claim every free lease, then hand most of them over.
+    // The first view at once: until it, this member's electors claim only
+    // what is long free (share.ts), and the others do not see it.
     yield* refresh
     yield* Effect.forkScoped(loop)
   })

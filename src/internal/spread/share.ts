@@ -40,6 +40,12 @@ export interface Seat {
 export class Share {
   /** The live members, sorted; this member among them. */
   private members: ReadonlyArray<string>
+  /**
+   * Whether the membership has given a view yet. Before it, this member
+   * knows of nobody else, so its rules would have it claim every free lease:
+   * it claims only what has been free past the grace.
+   */
+  private viewed = false
   /** Who this member last saw holding each of its elections (`undefined`: free). */
   private readonly holders = new Map<string, string | undefined>()
   /**
@@ -80,6 +86,7 @@ export class Share {
   /** The membership's latest view. */
   view(members: ReadonlyArray<string>): void {
     this.members = members.includes(this.identity) ? members : [...members, this.identity].sort()
+    this.viewed = true
   }
 
   /** The live members as last seen, this member among them. */
@@ -130,7 +137,7 @@ export class Share {
   private mayClaim(name: string): boolean {
     const since = this.freeSince.get(name)
     const overdue = since !== undefined && this.nanos() - since >= this.grace
-    if (!overdue && this.count(this.identity) >= this.target()) {
+    if (!overdue && (!this.viewed || this.count(this.identity) >= this.target())) {
       // Refused: a member may have left since the last view.
       this.refresh()
       return false

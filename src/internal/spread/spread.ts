@@ -128,16 +128,6 @@ export const make = <E, R>(
     const share = new Share(member.identity, clock, member.retryPeriod, () => {
       Queue.unsafeOffer(refreshes, undefined)
     })
-    yield* Membership.keep({
-      group,
-      advertise,
-      withdraw,
-      ttl: member.candidateTtl,
-      retryPeriod: member.retryPeriod,
-      operationTimeout: member.operationTimeout,
-      share,
-      refreshes
-    })
     const entries = new Map<string, Entry>()
     const added = yield* PubSub.unbounded<Entry>()
     const lock = yield* Effect.makeSemaphore(1)
@@ -177,6 +167,26 @@ export const make = <E, R>(
       })
 
     yield* Effect.forEach(checked.names, join, { discard: true })
+    // Advertised only once each of its electors has had its first answer
+    // (whatever it was: `ready` waits no longer than a poll's timeout). The
+    // others start handing elections over the moment they see a member
+    // below its share; one not yet polling would leave each handed over free
+    // past the grace, for a third member to claim, and the move made twice.
+    // Until this first view its electors claim only what is long free.
+    yield* Effect.forEach(entries.values(), ({ elector }) => Effect.ignore(elector.ready), {
+      concurrency: "unbounded",
+      discard: true
+    })
+    yield* Membership.keep({
+      group,
+      advertise,
+      withdraw,
+      ttl: member.candidateTtl,
+      retryPeriod: member.retryPeriod,
+      operationTimeout: member.operationTimeout,
+      share,
+      refreshes
+    })
 
     // Built when it is run: the elections of the moment, then each one added.
     const changes: Stream.Stream<ElectionStatus> = Stream.unwrapScoped(
