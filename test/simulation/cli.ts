@@ -6,9 +6,12 @@
  *
  * Options: --runs N (default 1000, on each call path), --seed S, --path P,
  * --step MS (sampling step, default 50), --config short|default|both,
- * --call-path apart|onCaller|both (how the participants' store calls are
- * made: in a fiber each, or on their own fibers through the SQL stores'
- * call path; default both, one after the other), --max-leases N (longest
+ * --call-path apart|onCaller|spread|both|all (how the participants' store
+ * calls are made: in a fiber each, or on their own fibers through the SQL
+ * stores' call path; `spread` runs spread groups instead (spread.ts); both:
+ * the first two; default all, one after the other), --spread-runs N (spread
+ * schedules, default a tenth of --runs), --verbose (each spread schedule's
+ * moves per change), --max-leases N (longest
  * fault window, in leaseDurations), --max-slots N (participants, 3..7),
  * --no-step-back (keep the database clock from stepping back),
  * --shared-identity (two participants of every fleet share one identity),
@@ -18,6 +21,7 @@
 import * as fc from "effect/FastCheck"
 import { parseArgs } from "node:util"
 import * as Simulation from "../../src/testing/Simulation.js"
+import { spreadPath } from "./spread.js"
 
 const { defaultConfig, shortConfig } = Simulation
 
@@ -28,7 +32,9 @@ const { values } = parseArgs({
     path: { type: "string" },
     step: { type: "string", default: "50" },
     config: { type: "string", default: "both" },
-    "call-path": { type: "string", default: "both" },
+    "call-path": { type: "string", default: "all" },
+    "spread-runs": { type: "string" },
+    verbose: { type: "boolean", default: false },
     "max-leases": { type: "string" },
     "max-slots": { type: "string" },
     "no-step-back": { type: "boolean", default: false },
@@ -52,12 +58,25 @@ const options: Simulation.ScheduleOptions = {
   ...(values["max-slots"] === undefined ? {} : { maxSlots: Number(values["max-slots"]) })
 }
 const seed = values.seed === undefined ? Date.now() ^ (Math.random() * 0x100000000) : Number(values.seed)
-const callPaths: ReadonlyArray<Simulation.CallPath> = values["call-path"] === "apart"
+const paths: ReadonlyArray<Simulation.CallPath | "spread"> = values["call-path"] === "apart"
   ? ["apart"]
   : values["call-path"] === "onCaller"
   ? ["onCaller"]
-  : ["apart", "onCaller"]
-for (const callPath of callPaths) {
+  : values["call-path"] === "spread"
+  ? ["spread"]
+  : values["call-path"] === "both"
+  ? ["apart", "onCaller"]
+  : ["apart", "onCaller", "spread"]
+for (const callPath of paths) {
+  if (callPath === "spread") {
+    const runs = values["spread-runs"] ?? String(Math.ceil(Number(values.runs) / 10))
+    const passed = await spreadPath({ runs: Number(runs), seed, path: values.path, verbose: values.verbose })
+    if (!passed) {
+      process.exitCode = 1
+      break
+    }
+    continue
+  }
   const counters: Simulation.Counters = { schedules: 0, terms: 0, virtualMillis: 0 }
   const started = performance.now()
   const details = await fc.check(
