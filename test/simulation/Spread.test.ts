@@ -72,6 +72,23 @@ describe("spread simulation", () => {
     expect(result.shares).toEqual([])
   })
 
+  it("a member cut off again stays cut off until the later end", () => {
+    // Healed at the second cut's end instead, after 1.1s, the member would
+    // keep its leases: nothing would move.
+    const result = run({
+      names: 4,
+      rates: [10_000, 10_000].map(rate),
+      initial: [0, 1],
+      hints: false,
+      changes: [
+        { after: settleMillis, change: { kind: "partition", slot: 1, millis: 5_000 } },
+        { after: 1_000, change: { kind: "partition", slot: 1, millis: 100 } }
+      ]
+    }, 5)
+    expect(result.violations).toEqual([])
+    expect(result.moves.slice(1).reduce((n, { moves }) => n + moves, 0)).toBe(4)
+  })
+
   it("each join, stop or crash, given time to settle, moves at most what the rules call for", () =>
     fc.assert(
       fc.asyncProperty(spreadSchedules(true), fc.nat(), async (schedule, s) => {

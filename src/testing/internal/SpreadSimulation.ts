@@ -154,9 +154,12 @@ export const run = (schedule: SpreadSchedule, seed: number): SpreadResult => {
       if (member === undefined) start(change.slot)
     } else if (member !== undefined) {
       if (change.kind === "partition") {
+        // A member cut off again stays cut off until the later of the two ends.
+        const earlier = partitions.find((p) => p.store === member.store)?.until ?? 0
+        partitions = partitions.filter((p) => p.store !== member.store)
         member.store.set(Faulty.fail)
         cut.add(member.store)
-        partitions.push({ until: vt.millis + change.millis, store: member.store })
+        partitions.push({ until: Math.max(earlier, vt.millis + change.millis), store: member.store })
       } else {
         end(member, change.slot, change.kind === "crash")
       }
