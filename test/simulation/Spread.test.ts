@@ -46,7 +46,7 @@ describe("spread simulation", () => {
     expect(result.moves.slice(1).map(({ bound, moves }) => [moves, bound])).toEqual([[2, 2], [2, 2]])
   })
 
-  it("changes to slots already so move nothing; a group that all left leaves nothing led", () => {
+  it("changes to slots already so move nothing; a member joining a group that all left claims everything", () => {
     const result = run({
       names: 6,
       rates: [10_000, 9_700, 10_300].map(rate),
@@ -57,19 +57,22 @@ describe("spread simulation", () => {
         { after: 1_000, change: { kind: "stop", slot: 2 } },
         { after: 1_000, change: { kind: "partition", slot: 2, millis: 500 } },
         { after: 1_000, change: { kind: "crash", slot: 0 } },
-        { after: settleMillis, change: { kind: "stop", slot: 1 } }
+        { after: settleMillis, change: { kind: "stop", slot: 1 } },
+        { after: settleMillis, change: { kind: "join", slot: 2 } }
       ]
     }, 3)
     expect(result.violations).toEqual([])
-    expect(result.moves.map(({ bound, settled }) => [bound, settled])).toEqual([
-      [6, false],
-      [0, true],
-      [0, false],
-      [0, false],
-      [3, false],
-      [6, true]
+    // The joiner claims in its first poll, as it starts: those moves are the join's.
+    expect(result.moves.map(({ bound, moves, settled }) => [moves, bound, settled])).toEqual([
+      [9, 6, false],
+      [0, 0, true],
+      [0, 0, false],
+      [0, 0, false],
+      [3, 3, false],
+      [0, 6, true],
+      [6, 6, true]
     ])
-    expect(result.shares).toEqual([])
+    expect(result.shares).toEqual([6])
   })
 
   it("a member cut off again stays cut off until the later end", () => {

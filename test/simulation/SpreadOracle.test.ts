@@ -74,11 +74,12 @@ describe("spread oracle", () => {
   it("allows a joiner its share, a leaver's share, a cut-off member its share twice, a no-op nothing", () => {
     const join = { kind: "join", slot: 0 } as const
     const partition = { kind: "partition", slot: 0, millis: 100 } as const
-    expect(movesAllowed(join, 10, 2, 3, false)).toBe(4)
-    expect(movesAllowed(join, 10, 2, 2, true)).toBe(0)
-    expect(movesAllowed({ kind: "crash", slot: 0 }, 10, 3, 2, true)).toBe(4)
-    expect(movesAllowed({ kind: "stop", slot: 0 }, 10, 1, 0, true)).toBe(10)
-    expect(movesAllowed(partition, 10, 3, 3, true)).toBe(8)
-    expect(movesAllowed(partition, 10, 3, 3, false)).toBe(0)
+    expect(movesAllowed(join, 10, 2, false)).toBe(4)
+    expect(movesAllowed(join, 10, 0, false)).toBe(10)
+    expect(movesAllowed(join, 10, 2, true)).toBe(0)
+    expect(movesAllowed({ kind: "crash", slot: 0 }, 10, 3, true)).toBe(4)
+    expect(movesAllowed({ kind: "stop", slot: 0 }, 10, 1, true)).toBe(10)
+    expect(movesAllowed(partition, 10, 3, true)).toBe(8)
+    expect(movesAllowed(partition, 10, 3, false)).toBe(0)
   })
 })

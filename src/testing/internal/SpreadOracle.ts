@@ -49,23 +49,17 @@ export interface Moves {
 }
 
 /**
- * What the rules allow a change from a balanced group of `before` live
- * members (`after` once it is made), `present` if the slot it names was
- * live: a joiner takes its share; a leaver's share moves to the others; a
- * member cut off loses its share and takes it back. A change to a slot that
- * is already so moves nothing.
+ * What the rules allow a change from a balanced group of `members` live
+ * members, `present` if the slot it names is live: a joiner takes its
+ * share; a leaver's share moves to the others; a member cut off loses its
+ * share and takes it back. A change to a slot that is already so moves
+ * nothing.
  */
-export const movesAllowed = (
-  change: Change,
-  names: number,
-  before: number,
-  after: number,
-  present: boolean
-): number => {
-  const share = (members: number) => members === 0 ? 0 : Math.ceil(names / members)
-  if (change.kind === "join") return present ? 0 : share(after)
+export const movesAllowed = (change: Change, names: number, members: number, present: boolean): number => {
+  if (change.kind === "join") return present ? 0 : Math.ceil(names / (members + 1))
   if (!present) return 0
-  return change.kind === "partition" ? 2 * share(before) : share(before)
+  const share = Math.ceil(names / members)
+  return change.kind === "partition" ? 2 * share : share
 }
 
 export class SpreadOracle {
@@ -107,8 +101,9 @@ export class SpreadOracle {
   }
 
   /**
-   * A change was made at `at`: the moves since the previous one are that
-   * one's. `settled`: the group had settled before it, so `bound` applies.
+   * A change is made at `at` (called before it is, since a joiner claims
+   * at once): the moves since the previous one are that one's. `settled`:
+   * the group had settled before it, so `bound` applies.
    */
   change(change: Change, at: number, bound: number, settled: boolean): void {
     this.close(at)

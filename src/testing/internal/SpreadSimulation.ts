@@ -148,8 +148,9 @@ export const run = (schedule: SpreadSchedule, seed: number): SpreadResult => {
   for (const slot of schedule.initial) start(slot)
   for (const { after, change } of schedule.changes) {
     advance(after)
-    const before = slots.size
     const member = slots.get(change.slot)
+    const bound = movesAllowed(change, names.length, slots.size, member !== undefined)
+    oracle.change(change, vt.millis, bound, after >= settleMillis)
     if (change.kind === "join") {
       if (member === undefined) start(change.slot)
     } else if (member !== undefined) {
@@ -164,8 +165,6 @@ export const run = (schedule: SpreadSchedule, seed: number): SpreadResult => {
         end(member, change.slot, change.kind === "crash")
       }
     }
-    const bound = movesAllowed(change, names.length, before, slots.size, member !== undefined)
-    oracle.change(change, vt.millis, bound, after >= settleMillis)
   }
   advance(settleMillis)
 
