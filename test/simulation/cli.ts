@@ -1,17 +1,18 @@
 /**
- * A longer look at the fleet simulation than CI takes:
+ * A longer look at the simulation than CI takes:
  *
  *   npm run sim -- --runs 100000
  *   npm run sim -- --seed 42 --path "3:1:0"   (replays a reported counterexample)
+ *   npm run sim -- --call-path spread --spread-runs 300 --verbose
  *
- * Options: --runs N (default 1000, on each call path), --seed S, --path P,
- * --step MS (sampling step, default 50), --config short|default|both,
- * --call-path apart|onCaller|spread|both|all (how the participants' store
- * calls are made: in a fiber each, or on their own fibers through the SQL
- * stores' call path; `spread` runs spread groups instead (spread.ts); both:
- * the first two; default all, one after the other), --spread-runs N (spread
- * schedules, default a tenth of --runs), --verbose (each spread schedule's
- * moves per change), --max-leases N (longest
+ * Options: --runs N (default 1000, on each fleet call path), --seed S,
+ * --path P, --step MS (sampling step, default 50), --config
+ * short|default|both, --call-path apart|onCaller|spread|both|all (how the
+ * participants' store calls are made: in a fiber each, or on their own
+ * fibers through the SQL stores' call path; `spread`: spread groups instead
+ * (spread.ts); both: the first two; default all, one after the other),
+ * --spread-runs N (spread schedules, default a tenth of --runs), --verbose
+ * (each spread schedule's moves per change), --max-leases N (longest
  * fault window, in leaseDurations), --max-slots N (participants, 3..7),
  * --no-step-back (keep the database clock from stepping back),
  * --shared-identity (two participants of every fleet share one identity),
