@@ -28,6 +28,8 @@ export interface FleetOptions {
   readonly dist?: string | undefined
   /** A direct PostgreSQL URL: every process's store listens for wake-up hints on it. */
   readonly listenUrl?: string | undefined
+  /** More of participant.mjs's environment for every process (SOAK_NAMES, SOAK_TIMING, ...). */
+  readonly env?: Readonly<Record<string, string>> | undefined
 }
 
 interface Member {
@@ -38,6 +40,8 @@ interface Member {
   offset: number
   partial: string
   leading: bigint | undefined
+  /** In a spread group: the elections it leads, with their fences. */
+  readonly led: Map<string, bigint>
   ready: boolean
   frozen: boolean
   exited: boolean
@@ -50,6 +54,8 @@ export class Fleet {
   readonly processEvents: Array<ProcessEvent> = []
   private readonly members = new Map<string, Member>()
   private readonly everyone: Array<Member> = []
+  /** When each term began (its `start`), as the logs were followed. */
+  readonly termStarts: Array<number> = []
   private generation = 0
   private readonly tail: NodeJS.Timeout
 
@@ -74,7 +80,7 @@ export class Fleet {
    */
   async start(
     slot: string,
-    options: { readonly identity?: string; readonly shape?: "make" | "quickstart" } = {}
+    options: { readonly identity?: string; readonly shape?: "make" | "quickstart" | "spread" } = {}
   ): Promise<string> {
     if (this.members.get(slot)?.exited === false) throw new Error(`slot ${slot} is running`)
     const id = `${slot}-${++this.generation}-${Math.random().toString(36).slice(2, 6)}`
@@ -90,6 +96,7 @@ export class Fleet {
         SOAK_IDENTITY: options.identity ?? id,
         SOAK_LOG: logFile,
         SOAK_SHAPE: options.shape ?? "make",
+        ...this.options.env,
         ...(this.options.dist === undefined ? {} : { SOAK_DIST: this.options.dist }),
         ...(this.options.listenUrl === undefined ? {} : { SOAK_LISTEN_URL: this.options.listenUrl })
       }
@@ -102,6 +109,7 @@ export class Fleet {
       offset: 0,
       partial: "",
       leading: undefined,
+      led: new Map(),
       ready: false,
       frozen: false,
       exited: false,
@@ -240,11 +248,19 @@ export class Fleet {
       for (const line of lines) {
         if (line.length === 0) continue
         const event = JSON.parse(line) as ParticipantEvent
-        if (event.e === "start") member.leading = BigInt(event.f)
-        else if (event.e === "stop") member.leading = undefined
-        else if (event.e === "ready") member.ready = true
+        if (event.e === "start") {
+          this.termStarts.push(event.t)
+          if (event.n === undefined) member.leading = BigInt(event.f)
+          else member.led.set(event.n, BigInt(event.f))
+        } else if (event.e === "stop") {
+          if (event.n === undefined) member.leading = undefined
+          else member.led.delete(event.n)
+        } else if (event.e === "ready") member.ready = true
       }
-      if (member.exited) member.leading = undefined
+      if (member.exited) {
+        member.leading = undefined
+        member.led.clear()
+      }
     }
   }
 

@@ -5,7 +5,7 @@
  * a broken library end to end.)
  */
 import { describe, expect, it } from "vitest"
-import { analyse, type ParticipantEvent, type ParticipantLog, type ProcessEvent } from "./oracle.js"
+import { analyse, byElection, type ParticipantEvent, type ParticipantLog, type ProcessEvent } from "./oracle.js"
 
 const start = (f: number, t: number): ParticipantEvent => ({ e: "start", f: String(f), t })
 const stop = (f: number, t: number): ParticipantEvent => ({ e: "stop", f: String(f), t })
@@ -77,5 +77,25 @@ describe("soak oracle", () => {
 
   it("reports a participant that died on its own", () => {
     expect(kinds([log("a", start(1, 0))], [{ id: "a", k: "died", t: 5 }])).toEqual(["Died"])
+  })
+
+  it("checks a spread group per election: one fence number in two elections is no violation, two terms of one are", () => {
+    const named = (n: string, event: ParticipantEvent): ParticipantEvent => ({ ...event, n }) as ParticipantEvent
+    const a = log("a", named("x", start(1, 0)), named("x", act(1, 10)), named("y", start(1, 5)), {
+      e: "res",
+      t: 6,
+      heap: 1,
+      rss: 1,
+      handles: 1,
+      sockets: 0,
+      timers: 0
+    })
+    const b = log("b", named("y", start(2, 8)), named("x", start(2, 900)))
+    const elections = byElection([a, b])
+    expect([...elections.keys()].sort()).toEqual(["x", "y"])
+    expect(elections.get("x")?.map((l) => [l.id, l.events.length])).toEqual([["a", 2], ["b", 1]])
+    expect(analyse(elections.get("x") ?? [], [], 1000).violations.map((v) => v.kind)).toEqual(["Overlap"])
+    expect(analyse(elections.get("y") ?? [], [], 1000).violations.map((v) => v.kind)).toEqual(["Overlap"])
+    expect(analyse(elections.get("y") ?? [], [{ id: "a", k: "kill", t: 7 }], 1000).violations).toEqual([])
   })
 })

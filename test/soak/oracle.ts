@@ -21,9 +21,16 @@
 export type ParticipantEvent =
   | { readonly e: "up"; readonly id: string; readonly pid: number; readonly t: number }
   | { readonly e: "ready"; readonly t: number }
-  | { readonly e: "start"; readonly f: string; readonly t: number }
-  | { readonly e: "act"; readonly f: string; readonly t0: number; readonly ok: boolean; readonly t1: number }
-  | { readonly e: "stop"; readonly f: string; readonly t: number }
+  | { readonly e: "start"; readonly n?: string; readonly f: string; readonly t: number }
+  | {
+    readonly e: "act"
+    readonly n?: string
+    readonly f: string
+    readonly t0: number
+    readonly ok: boolean
+    readonly t1: number
+  }
+  | { readonly e: "stop"; readonly n?: string; readonly f: string; readonly t: number }
   | {
     readonly e: "res"
     readonly t: number
@@ -290,6 +297,28 @@ export const analyse = (
   }
 
   return { terms, violations, wakes, leading }
+}
+
+/**
+ * A spread group's logs (each term's events carry `n`, the election's name)
+ * as one set of logs per election: the checks above hold per election, each
+ * with its own fences, across every process of the group.
+ */
+export const byElection = (logs: ReadonlyArray<ParticipantLog>): Map<string, Array<ParticipantLog>> => {
+  const elections = new Map<string, Map<string, Array<ParticipantEvent>>>()
+  for (const log of logs) {
+    for (const event of log.events) {
+      if ((event.e !== "start" && event.e !== "act" && event.e !== "stop") || event.n === undefined) continue
+      const election = elections.get(event.n) ?? new Map<string, Array<ParticipantEvent>>()
+      elections.set(event.n, election)
+      const events = election.get(log.id) ?? []
+      election.set(log.id, events)
+      events.push(event)
+    }
+  }
+  return new Map(
+    [...elections].map(([name, election]) => [name, [...election].map(([id, events]) => ({ id, events }))])
+  )
 }
 
 /** Whether someone leads at `t`, and if not, when someone next does (undefined: nobody does). */

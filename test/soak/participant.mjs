@@ -14,6 +14,7 @@
 //   {"e":"start","f","t"}                   term began (onStartedLeading ran)
 //   {"e":"act","f","t0","ok","t1"}          one step of the work: isLeader asked at [t0, t1], answered ok
 //   {"e":"stop","f","t"}                    term's work interrupted
+// (in a spread group, start, act and stop also carry "n": the election's name)
 //   {"e":"res","t","heap","rss","handles","sockets","timers"}  after global.gc()
 //   {"e":"log","t","l","m"}                 the library's own log lines
 //   {"e":"exit","t"}                        clean shutdown done (SIGTERM)
@@ -24,7 +25,10 @@
 // SOAK_LISTEN_URL (a direct PostgreSQL URL: the store listens for wake-up hints there),
 // SOAK_SHAPE (`make`, default: Elector.make, its run, onStartedLeading; `quickstart`:
 // README's Effect quick start, Elector.layer and Elector.whileLeader over a store
-// with ensureSchema, with this timing and identity).
+// with ensureSchema, with this timing and identity; `spread`: one member of the
+// spread group SOAK_NAME over the elections e0 .. e<SOAK_NAMES - 1>, the work in
+// each term of each), SOAK_TIMING (a preset of Elector.timing instead of the
+// chaos suite's timing), SOAK_POOL (the store's connections, default 2).
 import * as fs from "node:fs"
 
 const env = (name, fallback) => {
@@ -49,12 +53,15 @@ const Elector = await import(new URL("Elector.js", dist).href)
 const Leadership = await import(new URL("Leadership.js", dist).href)
 const Store = await import(new URL(kind === "pg" ? "stores/PgStore.js" : "stores/MysqlStore.js", dist).href)
 
-const timing = {
-  leaseDuration: "3 seconds",
-  renewInterval: "750 millis",
-  retryPeriod: "500 millis",
-  operationTimeout: "500 millis"
-}
+const timing = process.env.SOAK_TIMING === undefined
+  ? {
+    leaseDuration: "3 seconds",
+    renewInterval: "750 millis",
+    retryPeriod: "500 millis",
+    operationTimeout: "500 millis"
+  }
+  : Elector.timing[process.env.SOAK_TIMING]
+if (timing === undefined) throw new Error(`SOAK_TIMING: ${Object.keys(Elector.timing).join(" or ")}`)
 
 const resources = () => {
   globalThis.gc?.()
@@ -86,20 +93,21 @@ let elector
 // The work a leader does: one step every stepMs, each asking isLeader first
 // and recording when it asked and what it heard. A step that hears false
 // does nothing else; the term goes on until the elector interrupts it.
-const work = (fence) => {
-  const f = String(fence)
+// `name`: the election, in a spread group.
+const work = (fence, isLeader, name) => {
+  const at = { ...(name === undefined ? {} : { n: name }), f: String(fence) }
   return Effect.acquireUseRelease(
-    Effect.sync(() => write({ e: "start", f, t: now() })),
+    Effect.sync(() => write({ e: "start", ...at, t: now() })),
     () =>
       Effect.gen(function*() {
         while (true) {
           const t0 = now()
-          const ok = yield* elector.isLeader
-          write({ e: "act", f, t0, ok, t1: now() })
+          const ok = yield* isLeader
+          write({ e: "act", ...at, t0, ok, t1: now() })
           yield* Effect.sleep(stepMs)
         }
       }),
-    () => Effect.sync(() => write({ e: "stop", f, t: now() }))
+    () => Effect.sync(() => write({ e: "stop", ...at, t: now() }))
   )
 }
 
@@ -114,7 +122,7 @@ const logger = Logger.replace(
 const storeOptions = {
   table: env("SOAK_TABLE"),
   operationTimeout: timing.operationTimeout,
-  maxConnections: 2,
+  maxConnections: Number(env("SOAK_POOL", "2")),
   ...(process.env.SOAK_LISTEN_URL === undefined ? {} : { listen: { url: process.env.SOAK_LISTEN_URL } })
 }
 
@@ -122,7 +130,7 @@ const config = { name: env("SOAK_NAME"), identity, ...timing }
 
 const shapes = {
   make: Effect.gen(function*() {
-    elector = yield* Elector.make({ ...config, onStartedLeading: work })
+    elector = yield* Elector.make({ ...config, onStartedLeading: (fence) => work(fence, elector.isLeader) })
     write({ e: "ready", t: now() })
     return yield* elector.run
   }).pipe(Effect.provide(Store.layerFromUrl(env("SOAK_URL"), storeOptions))),
@@ -131,14 +139,26 @@ const shapes = {
   quickstart: Effect.gen(function*() {
     elector = yield* Elector.Elector
     write({ e: "ready", t: now() })
-    return yield* Elector.whileLeader(Effect.flatMap(Leadership.fence, work))
+    return yield* Elector.whileLeader(Effect.flatMap(Leadership.fence, (fence) => work(fence, elector.isLeader)))
   }).pipe(
     Effect.provide(
       Elector.layer(config).pipe(
         Layer.provide(Store.layerFromUrl(env("SOAK_URL"), { ...storeOptions, ensureSchema: true }))
       )
     )
-  )
+  ),
+  // A member of a spread group: each election's work under its own term.
+  spread: Effect.gen(function*() {
+    const names = Array.from({ length: Number(env("SOAK_NAMES")) }, (_, i) => `e${i}`)
+    yield* Elector.spread(
+      { group: config.name, names, identity, ...timing },
+      (name) => Effect.flatMap(Leadership.Leadership, (term) => work(term.fence, term.isLeader, name))
+    )
+    write({ e: "ready", t: now() })
+    return yield* Effect.never
+    // Scoped inside the store: the group's finalizers (withdraw, then each
+    // election's release) run while the store's pool is still open.
+  }).pipe(Effect.scoped, Effect.provide(Store.layerFromUrl(env("SOAK_URL"), storeOptions)))
 }
 
 const shape = shapes[env("SOAK_SHAPE", "make")]
