@@ -7,7 +7,7 @@
  * that cannot be reached yet, logging at most once a minute.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Fiber, LogLevel, TestClock } from "effect"
+import { Duration, Effect, Either, Fiber, LogLevel, Option, TestClock } from "effect"
 import type { Lease } from "../src/Lease.js"
 import { LeaseLost, NoLease, StoreError } from "../src/Store.js"
 import type * as Dialect from "../src/stores/internal/dialect.js"
@@ -33,6 +33,9 @@ const fakeDatabase = () => {
     down: false,
     failure: new FakeError(true),
     answers: [] as Array<unknown>,
+    /** Requests run while set wait in `held` until the test answers them. */
+    hold: false,
+    held: [] as Array<(result: unknown) => void>,
     sent: [] as Array<string>,
     connects: 0
   }
@@ -44,6 +47,7 @@ const fakeDatabase = () => {
       },
       run: (_connection, { label }, callback) => {
         state.sent.push(label)
+        if (state.hold) return state.held.push((result) => callback(undefined, result))
         const answer = state.answers.shift()
         return answer instanceof Error ? callback(answer, undefined) : callback(undefined, answer)
       },
@@ -88,6 +92,7 @@ const statements: Dialect.Statements<Request, unknown> = {
   leases: () => ({
     acquire: (...args) => statement(`acquire ${JSON.stringify(args.slice(0, 2).concat(args.slice(4)))}`),
     renew: () => statement("renew"),
+    renewAll: (renewals) => statement(`renewAll ${renewals.map((renewal) => renewal.name).join(",")}`),
     release: () => ({ label: "release" }),
     inspect: () => statement("inspect"),
     list: statement("list"),
@@ -143,6 +148,38 @@ describe("the SQL store engine", () => {
       )
       expect(yield* slots.complete("jobs", "a", 3n, "report", at)).toBe(now)
       expect(state.sent).toEqual(["renew", "renew", "inspect", "inspect", "claim", "claim", "complete", "complete"])
+    }))
+
+  it.effect("renewals that meet one in flight go as one request, each answered its own; each keeps the operation timeout", () =>
+    Effect.gen(function*() {
+      const { state, store } = setup()
+      const sql = yield* store.makeFromPool("pool")
+      state.hold = true
+      const renew = (name: string) => Effect.fork(Effect.either(sql.renew(name, "a", 3n, Duration.seconds(15), null)))
+      const first = yield* renew("jobs")
+      const others = [yield* renew("e2"), yield* renew("e1")]
+      yield* Effect.yieldNow()
+      expect(state.sent).toEqual(["renew"])
+      state.held.shift()!(lease)
+      expect(yield* Fiber.join(first)).toEqual(Either.right(lease))
+      expect(state.sent).toEqual(["renew", "renewAll e1,e2"])
+      state.held.shift()!([undefined, lease])
+      expect(yield* Fiber.join(others[1]!)).toEqual(
+        Either.left(new LeaseLost({ name: "e1", identity: "a", fence: 3n }))
+      )
+      expect(yield* Fiber.join(others[0]!)).toEqual(Either.right(lease))
+      // A request that never answers: its renewal and the one queued behind
+      // it each fail at their own operation timeout.
+      const hung = yield* renew("jobs")
+      yield* TestClock.adjust(Duration.seconds(1))
+      const queued = yield* renew("e1")
+      yield* TestClock.adjust(Duration.seconds(2))
+      const timedOut = (yield* Fiber.join(hung)).pipe(Either.flip, Either.getOrThrow)
+      expect(timedOut).toMatchObject({ _tag: "StoreError", operation: "renew", retryable: true })
+      expect(timedOut.message).toMatch(/within 3s/)
+      expect(yield* Fiber.poll(queued)).toEqual(Option.none())
+      yield* TestClock.adjust(Duration.seconds(1))
+      expect((yield* Fiber.join(queued)).pipe(Either.flip, Either.getOrThrow).message).toMatch(/within 3s/)
     }))
 
   it.effect("the other answers pass as the statements decode them; a release or withdrawal carries nothing", () =>

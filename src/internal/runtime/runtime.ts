@@ -44,6 +44,24 @@ export const forkOn = <R, A, E>(
 ): Fiber.RuntimeFiber<A, E> => Runtime.runFork(runtime)(effect)
 
 /**
+ * What `fiber` runs with (its clock, scheduler, services, FiberRefs), with
+ * `tag` set to `service`: for work started apart from the fiber, on its
+ * behalf, that must not see what the fiber's context says of it.
+ *
+ * @internal
+ */
+export const runtimeOf = <I, S>(
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  tag: Context.Tag<I, S>,
+  service: S
+): Runtime.Runtime<never> =>
+  Runtime.make({
+    context: Context.add(fiber.currentContext, tag, service) as Context.Context<never>,
+    fiberRefs: fiber.getFiberRefs(),
+    runtimeFlags: Runtime.defaultRuntimeFlags
+  })
+
+/**
  * Starts `effect` on a fiber of its own on `scheduler`, not on the current
  * stack: it takes its first step when the scheduler runs it.
  *

@@ -25,6 +25,7 @@ import type { InvalidConfig } from "../../ElectorError.js"
 import type { Lease } from "../../Lease.js"
 import type { Candidate, SlotClaim, SlotRecord, SlotStore, StoreError, StoreShape, WakeUps } from "../../Store.js"
 import type { Classification, OwnedPoolOptions } from "../SqlStore.js"
+import type * as Batch from "./batch.js"
 import type * as Call from "./call.js"
 
 /**
@@ -61,6 +62,13 @@ export interface LeaseStatements<Request, Result> {
   readonly acquire: (...args: Parameters<StoreShape["acquire"]>) => Statement<Request, Result, Lease>
   /** The renewed record; none when the guard matched nothing. */
   readonly renew: (...args: Parameters<StoreShape["renew"]>) => Statement<Request, Result, Lease | undefined>
+  /**
+   * Several renewals in one request (see `batch.ts`), each row under its own
+   * guard: for each renewal, in order, the renewed record, or none.
+   */
+  readonly renewAll: (
+    renewals: ReadonlyArray<Batch.Renewal>
+  ) => Statement<Request, Result, ReadonlyArray<Lease | undefined>>
   /** Its answer carries nothing: releasing a lease no longer held succeeds. */
   readonly release: (...args: Parameters<StoreShape["release"]>) => Request
   /** The record; none when the election has none. */
@@ -176,3 +184,7 @@ export const microseconds = (ttl: Duration.Duration): string => (Duration.unsafe
 /** A payload as the drivers send bytes, without a copy. */
 export const bytes = (payload: Uint8Array | null): Buffer | null =>
   payload === null ? null : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
+
+/** A renewal's guard as one key: a batch's answers matched to its renewals. */
+export const guardOf = (name: string, holder: string, fence: bigint): string =>
+  JSON.stringify([name, holder, fence.toString()])

@@ -45,6 +45,8 @@ import {
   type SqlStore,
   type UrlConfig
 } from "../SqlStore.js"
+import { OperationTimeout } from "../SqlStoreError.js"
+import * as Batch from "./batch.js"
 import * as Call from "./call.js"
 import type { Driver, LeaseTable, Statement, Statements, Tables } from "./dialect.js"
 import * as Gate from "./gate.js"
@@ -95,7 +97,8 @@ const operations = <R, A>(
   run: Run<R, A>,
   statements: Statements<R, A>,
   tables: Tables,
-  timeout: Duration.Duration
+  timeout: Duration.Duration,
+  failure: (operation: Operation, error: unknown) => StoreError
 ): Operations => {
   const leases = statements.leases(tables, timeout)
   const answer = <B>(operation: Operation, { decode, request }: Statement<R, A, B>) =>
@@ -109,8 +112,21 @@ const operations = <R, A>(
   return {
     acquire: (name, identity, ttl, payload, incarnation) =>
       answer("acquire", leases.acquire(name, identity, ttl, payload, incarnation)),
-    renew: (name, identity, fence, ttl, payload) =>
-      found("renew", leases.renew(name, identity, fence, ttl, payload), lost(name, identity, fence)),
+    // Coalesced (batch.ts): renewals that meet while one request of them is
+    // in flight go together in the next, each row under its own guard.
+    // A renewal alone keeps the statement of one row, the cheaper plan.
+    renew: Batch.renewals((renewals) => {
+      const [one] = renewals
+      return renewals.length === 1
+        ? Effect.map(answer("renew", leases.renew(one!.name, one!.identity, one!.fence, one!.ttl, one!.payload)), (
+          lease
+        ) => [lease])
+        : answer("renew", leases.renewAll(renewals))
+    }, {
+      limit: Rules.renewalsPerRequest,
+      timeout,
+      timedOut: () => failure("renew", stackless(() => new OperationTimeout({ timeout })))
+    }),
     release: (name, identity, fence) => run("release", leases.release(name, identity, fence), () => Effect.void),
     // Stackless: an empty election answers every poll with it.
     inspect: (name) => found("inspect", leases.inspect(name), () => stackless(() => new NoLease({ name }))),
@@ -267,7 +283,7 @@ export const constructors = <P, C, R, A, S, Client, O extends OwnedPoolOptions>(
       run("ensureSchema", request, (result) => Effect.succeed(decode(result))),
       (requests) => Effect.forEach(requests, ddl, { discard: true })
     )
-    const { slots: slotStore, ...rest } = operations(run, statements, { leases, candidates }, timeout)
+    const { slots: slotStore, ...rest } = operations(run, statements, { leases, candidates }, timeout, failure)
     const store = enforceLimits<SqlStore>({
       table: leases,
       slotTable: Option.getOrUndefined(slots),

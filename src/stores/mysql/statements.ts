@@ -16,6 +16,7 @@ import * as Duration from "effect/Duration"
 import * as Predicate from "effect/Predicate"
 import type { Lease } from "../../Lease.js"
 import type { Candidate, SlotRecord } from "../../Store.js"
+import type { Renewal } from "../internal/batch.js"
 import * as Dialect from "../internal/dialect.js"
 import { identifier } from "./config.js"
 import * as SlotSql from "./slots.js"
@@ -95,6 +96,26 @@ const toSlot = (row: Record<string, unknown>): SlotRecord | undefined =>
 /** The guard's values of the caller's term. */
 const held = (name: string, identity: string, fence: bigint) => [name, identity, fence.toString()]
 
+/** A renewal: its guarded write, then its row read back under the write's lock. */
+const renewing = (
+  table: string,
+  { fence, identity, name, payload, ttl }: Renewal
+): ReadonlyArray<Statement> => [
+  {
+    sql: Sql.renew(table),
+    values: [Dialect.bytes(payload), Dialect.microseconds(ttl), name, identity, fence.toString()]
+  },
+  { sql: Sql.selectAfterRenew(table), values: [name] }
+]
+
+/**
+ * The lease the `i`th renewal of a request renewed, or none. The read-back of
+ * a renewal that matched nothing reads someone else's row, or none: it is not
+ * decoded. Committing a write that changed nothing is harmless.
+ */
+const renewed = (name: string, results: Result, i: number): Lease | undefined =>
+  affectedRows(results[2 * i]) === 0 ? undefined : toLease(name, rows(results[2 * i + 1])[0]!)
+
 /** The MySQL / MariaDB statements. */
 export const statements: Dialect.Statements<Request, Result> = {
   identifier,
@@ -134,18 +155,15 @@ export const statements: Dialect.Statements<Request, Result> = {
         decode: (results) => toLease(name, rows(results[2])[0]!)
       }
     },
-    // The read-back of a renewal that matched nothing reads someone else's
-    // row, or none: it is not decoded. Committing a write that changed
-    // nothing is harmless.
     renew: (name, identity, fence, ttl, payload) => ({
-      request: [
-        {
-          sql: Sql.renew(leases),
-          values: [Dialect.bytes(payload), Dialect.microseconds(ttl), name, identity, fence.toString()]
-        },
-        { sql: Sql.selectAfterRenew(leases), values: [name] }
-      ],
-      decode: (results) => affectedRows(results[0]) === 0 ? undefined : toLease(name, rows(results[1])[0]!)
+      request: renewing(leases, { name, identity, fence, ttl, payload }),
+      decode: (results) => renewed(name, results, 0)
+    }),
+    // Each renewal's own two statements, all in one transaction sent as one
+    // request: one round trip, each row under its own guard, as alone.
+    renewAll: (renewals) => ({
+      request: renewals.flatMap((renewal) => renewing(leases, renewal)),
+      decode: (results) => renewals.map((renewal, i) => renewed(renewal.name, results, i))
     }),
     release: (name, identity, fence) => [{ sql: Sql.release(leases), values: held(name, identity, fence) }],
     inspect: (name) => ({

@@ -70,6 +70,12 @@ export interface Statements {
   readonly acquire: string
   /** $1 name, $2 identity, $3 fence, $4 ttl in microseconds, $5 payload. */
   readonly renew: string
+  /**
+   * Several renewals: $1 names, $2 identities, $3 fences, $4 ttls in
+   * microseconds, $5 payloads in hex, one array element per renewal. The
+   * renewed rows, in no order.
+   */
+  readonly renewAll: string
   /** $1 name, $2 identity, $3 fence. */
   readonly release: string
   /** $1 name. */
@@ -162,6 +168,15 @@ RETURNING ${columns}`,
 SET renewed_at = ${nowCeil}, expires_at = ${expiry("$4")}, payload = $5::bytea, server = ${currentServer}
 FROM ${bounded(lockTimeout)}
 WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()
+RETURNING ${columns}`,
+  // Each row under its own guard and with its own ttl, from the renewal it
+  // joins, all with the statement's one now(). The renewals' columns have
+  // names no column of the table has: nothing the statement names is ambiguous.
+  renewAll: `UPDATE ${table}
+SET renewed_at = ${nowCeil}, expires_at = ${expiry("r.t")}, payload = decode(r.p, 'hex'), server = ${currentServer}
+FROM ${bounded(lockTimeout)},
+  unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::text[]) AS r(n, h, f, t, p)
+WHERE name = r.n AND holder = r.h AND fence = r.f AND expires_at > now()
 RETURNING ${columns}`,
   release: `UPDATE ${table}
 SET expires_at = now(), renewed_at = now()

@@ -21,8 +21,11 @@ import * as Hints from "./hints.js"
 import * as Slots from "./slots.js"
 import * as Sql from "./sql.js"
 
-/** Parameters are always sent as text or bytes, so the pool's type config cannot change them. */
-type Param = string | Buffer | null
+/**
+ * Parameters are always sent as text or bytes (an array: of text, which pg
+ * writes as an array literal), so the pool's type config cannot change them.
+ */
+type Param = string | Buffer | null | ReadonlyArray<string | null>
 
 /** Every column a store statement returns is text (or null): decoding is ours alone. */
 export type Row = Readonly<Record<string, string | null>>
@@ -114,6 +117,25 @@ export const statements: Dialect.Statements<Request, Result> = {
           Dialect.bytes(payload)
         ]),
         decode: leaseOrNone
+      }),
+      // The rows renewed come back in no order: each is matched to its
+      // renewal by its whole guard, so one election renewed twice in a batch
+      // under two holders still answers each its own.
+      renewAll: (renewals) => ({
+        request: request(sql.renewAll, [
+          renewals.map((renewal) => renewal.name),
+          renewals.map((renewal) => renewal.identity),
+          renewals.map((renewal) => renewal.fence.toString()),
+          renewals.map((renewal) => Dialect.microseconds(renewal.ttl)),
+          renewals.map((renewal) => Dialect.bytes(renewal.payload)?.toString("hex") ?? null)
+        ]),
+        decode: ({ rows }) => {
+          const renewed = new Map(rows.map((row) => {
+            const lease = toLease(row)
+            return [Dialect.guardOf(lease.name, lease.holder, lease.fence), lease]
+          }))
+          return renewals.map((renewal) => renewed.get(Dialect.guardOf(renewal.name, renewal.identity, renewal.fence)))
+        }
       }),
       release: (name, identity, fence) => request(release, [name, identity, fence.toString()]),
       inspect: (name) => ({ request: request(sql.inspect, [name]), decode: leaseOrNone }),

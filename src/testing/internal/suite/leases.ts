@@ -185,6 +185,54 @@ const renewGuard = storeCase(
     })
 )
 
+const concurrentRenewals = storeCase(
+  "renewals of many elections at once: each under its own guard, with its own TTL and payload, answered its own",
+  ({ elapse, long, pastShort, short, store }) =>
+    Effect.gen(function*() {
+      // A store may send renewals that meet in flight together (the SQL
+      // stores do): one that lost its lease must not fail or change the others.
+      const names = Array.from({ length: 24 }, (_, i) => uniqueName(`many${i}`))
+      const taken = names[3]!
+      const leases = yield* Effect.forEach(
+        names,
+        (name) => store.acquire(name, "a", name === taken ? short : long, null)
+      )
+      yield* elapse(pastShort)
+      const theirs = yield* store.acquire(taken, "b", long, null)
+      const ttlOf = (i: number) => Duration.sum(long, Duration.seconds(i))
+      const answers = yield* Effect.forEach(
+        leases,
+        (lease, i) =>
+          Effect.either(store.renew(lease.name, "a", lease.fence + (i === 5 ? 1n : 0n), ttlOf(i), bytes(i))),
+        { concurrency: "unbounded" }
+      )
+      for (const [i, answer] of answers.entries()) {
+        const { name } = leases[i]!
+        if (name === taken || i === 5) {
+          rule(`the renewal of ${name}, whose guard matches no row, is LeaseLost`, answer).matches({
+            _tag: "Left",
+            left: { _tag: "LeaseLost", name }
+          })
+          continue
+        }
+        if (answer._tag === "Left") return yield* answer.left
+        rule(`the renewal of ${name} keeps its term and stores its own payload`, answer.right).matches({
+          name,
+          holder: "a",
+          fence: leases[i]!.fence,
+          payload: bytes(i)
+        })
+        const ttl = Duration.toMillis(Lease.ttl(answer.right))
+        rule(`the renewal of ${name} has its own TTL (±1ms)`, Math.abs(ttl - Duration.toMillis(ttlOf(i)))).atMost(1)
+      }
+      rule("a renewal that lost leaves the new holder's lease as it was", yield* store.inspect(taken)).matches({
+        holder: "b",
+        fence: theirs.fence,
+        expiresAt: theirs.expiresAt
+      })
+    })
+)
+
 const release = storeCase(
   "release hands over at once, is idempotent, and a stale release changes nothing",
   ({ long, store }) =>
@@ -370,6 +418,7 @@ export const leaseCases = [
   reclaim,
   renewExtends,
   renewGuard,
+  concurrentRenewals,
   release,
   fenceChain,
   payloads,
