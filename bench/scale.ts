@@ -39,7 +39,8 @@
  * grow to several times what is live before it collects, unless capped),
  * --rounds R (default 1: raw then library, R times in a row, a table each,
  * then the CPU ratio of each round and their median: one round's ratio moves
- * by ~15 % with the machine's noise). PostgreSQL from LE_PG_URL (default the shared test
+ * by ~15 % with the machine's noise), --participants P (default 3; 1: one
+ * member leading every election, whose renewals are all its requests). PostgreSQL from LE_PG_URL (default the shared test
  * server), MariaDB from LE_MYSQL_URL. Each run uses a table of its own,
  * dropped at the end.
  */
@@ -75,6 +76,7 @@ const { values: args } = parseArgs({
     heap: { type: "boolean", default: false },
     "max-old-space": { type: "string" },
     rounds: { type: "string", default: "1" },
+    participants: { type: "string", default: "3" },
     child: { type: "boolean", default: false }
   }
 })
@@ -88,7 +90,7 @@ const timing = timings[args.timing]
 const safetyMargin = Math.max(timing.leaseDuration / 10, 1_000)
 const retryDelay = Math.max(timing.renewInterval / 4, 50)
 const elections = Number(args.elections)
-const participants = 3
+const participants = Number(args.participants)
 const seconds = Number(args.seconds)
 const rounds = Number(args.rounds)
 const warmup = args.warmup === undefined ? (2 * timing.retryPeriod + 2_000) / 1000 : Number(args.warmup)

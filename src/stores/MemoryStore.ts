@@ -27,6 +27,7 @@ import {
   Store,
   type StoreShape
 } from "../Store.js"
+import type * as Batch from "./internal/batch.js"
 
 /**
  * The clock a {@link make | MemoryStore} stamps its records with.
@@ -200,6 +201,8 @@ const copyInto = (
  */
 export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effect<{
   readonly store: StoreShape
+  /** Several renewals at one instant, as a SQL store's request of them (`stores/internal/batch.ts`). */
+  readonly renewAll: Batch.RenewAll<never>
   readonly copy: Effect.Effect<Contents>
   readonly restore: (contents: Contents) => Effect.Effect<void>
 }> =>
@@ -225,6 +228,16 @@ export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effec
     const wakeUps = WakeUps.make()
     const atomically = <A, E>(f: (now: number) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
       lock.withPermits(1)(Effect.flatMap(clock.now, (now) => f(now.getTime())))
+
+    /** The renewed lease, or none when the guard matches no row. */
+    const renewRow = (now: number, { fence, identity, name, payload, ttl }: Batch.Renewal): Lease | undefined => {
+      const row = rows.get(name)
+      if (row === undefined || row.holder !== identity || row.fence !== fence || row.expiresAt <= now) return undefined
+      // Restamped: the leader whose lease survived a change of server keeps leading.
+      const next: Row = { ...row, payload, renewedAt: now, expiresAt: now + Duration.toMillis(ttl), server }
+      rows.set(name, next)
+      return toLease(name, next, now)
+    }
 
     const tables = { rows, slots, candidates }
     const store = enforceLimits({
@@ -255,14 +268,8 @@ export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effec
         ),
       renew: (name, identity, fence, ttl, payload) =>
         atomically((now) => {
-          const row = rows.get(name)
-          if (row === undefined || row.holder !== identity || row.fence !== fence || row.expiresAt <= now) {
-            return Effect.fail(new LeaseLost({ name, identity, fence }))
-          }
-          // Restamped: the leader whose lease survived a change of server keeps leading.
-          const next: Row = { ...row, payload, renewedAt: now, expiresAt: now + Duration.toMillis(ttl), server }
-          rows.set(name, next)
-          return Effect.succeed(toLease(name, next, now))
+          const lease = renewRow(now, { name, identity, fence, ttl, payload })
+          return lease === undefined ? Effect.fail(new LeaseLost({ name, identity, fence })) : Effect.succeed(lease)
         }),
       release: (name, identity, fence) =>
         atomically((now) =>
@@ -354,6 +361,7 @@ export const makeWithContents = (options: MemoryStoreOptions = {}): Effect.Effec
     })
     return {
       store,
+      renewAll: (renewals) => atomically((now) => Effect.sync(() => renewals.map((renewal) => renewRow(now, renewal)))),
       copy: atomically(() =>
         Effect.sync(() => {
           const contents = { rows: new Map(), slots: new Map(), candidates: new Map() }

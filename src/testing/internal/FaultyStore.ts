@@ -5,6 +5,8 @@
  */
 import { Duration, Effect } from "effect"
 import * as Store from "../../Store.js"
+import * as Batch from "../../stores/internal/batch.js"
+import { renewalsPerRequest } from "../../stores/internal/rules.js"
 
 /**
  * What one operation does while the fault is set: the one vocabulary of
@@ -40,8 +42,27 @@ export const slowCancel = (d: Duration.DurationInput): Fault => ({ _tag: "SlowCa
 export interface FaultyStore extends Store.StoreShape {
   /** Sets the fault for one operation, or for all of them. */
   readonly set: (fault: Fault, operation?: Store.Operation) => void
-  /** How many calls each operation received. */
+  /** How many calls each operation received (with {@link Batched}: a request of renewals is one). */
   readonly calls: Record<Store.Operation, number>
+}
+
+/** A FaultyStore that counts its requests of renewals (see {@link Batched}). */
+export interface Counted extends FaultyStore {
+  /** With {@link Batched}: the requests of several renewals answered, and those partly renewed. */
+  readonly batches: { several: number; partly: number }
+}
+
+/**
+ * Renewals coalesced as a SQL store's are (`stores/internal/batch.ts`), over
+ * `renewAll` (a MemoryStore's, from `makeWithContents`). Each request goes
+ * through the faults of `renew` as one call: a fault fails, loses or hangs
+ * every renewal in it, and a `Delay` lets some of its leases run out before
+ * it lands, so that it is partly renewed. A request is bounded by `timeout`,
+ * as a SQL store's call is; so is each caller.
+ */
+export interface Batched {
+  readonly renewAll: Batch.RenewAll<never>
+  readonly timeout: Duration.Duration
 }
 
 const everyOperation = [
@@ -56,7 +77,10 @@ const everyOperation = [
   "lastSlot"
 ] as const
 
-export const make = (inner: Store.StoreShape): FaultyStore => {
+const timedOut = () =>
+  new Store.StoreError({ operation: "renew", retryable: true, reason: "injected timeout", cause: undefined })
+
+export const make = (inner: Store.StoreShape, batched?: Batched): Counted => {
   const faults = new Map<Store.Operation, Fault>()
   const calls: Record<Store.Operation, number> = {
     acquire: 0,
@@ -98,6 +122,18 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
           return Effect.onInterrupt(Effect.never, () => Effect.sleep(Duration.millis(fault.millis)))
       }
     })
+  const batches = { several: 0, partly: 0 }
+  const renew: Store.StoreShape["renew"] = batched === undefined
+    ? (...args) => wrap("renew", inner.renew(...args))
+    : Batch.renewals((renewals) =>
+      wrap("renew", batched.renewAll(renewals)).pipe(
+        Effect.timeoutFail({ duration: batched.timeout, onTimeout: timedOut }),
+        Effect.tap((leases) => {
+          if (leases.length < 2) return
+          batches.several++
+          if (leases.includes(undefined) && leases.some((lease) => lease !== undefined)) batches.partly++
+        })
+      ), { limit: renewalsPerRequest, timeout: batched.timeout, timedOut })
   const slots = inner.slots
   const { advertise, withdraw } = inner
   return {
@@ -109,12 +145,13 @@ export const make = (inner: Store.StoreShape): FaultyStore => {
       }
     },
     calls,
+    batches,
     // Faults break the path, not what the store keeps: an acquire that gets
     // through records its incarnation as the store would. (`answersWithin`
     // is not kept: a hang breaks that promise.)
     incarnations: inner.incarnations,
     acquire: (...args) => wrap("acquire", inner.acquire(...args)),
-    renew: (...args) => wrap("renew", inner.renew(...args)),
+    renew,
     release: (...args) => wrap("release", inner.release(...args)),
     inspect: (...args) => wrap("inspect", inner.inspect(...args)),
     ...(slots === undefined ? {} : {
