@@ -32,8 +32,11 @@
  * runs on a fiber of its own, whose call names no caller, so no caller's
  * interruption or loop ends it for the others.
  *
- * The renewals of one request are sorted by election: two requests that
- * share rows then lock them in one order and cannot deadlock.
+ * The renewals of one request are sorted by election. MySQL/MariaDB's
+ * `UPDATE` locks the row it looks up even when the guard then fails (a
+ * member renewing a lease another member took over), so two members'
+ * requests can meet on rows: in one order, they cannot deadlock.
+ * PostgreSQL locks only the rows whose guard matches, its holder's own.
  *
  * @internal
  */
