@@ -29,12 +29,18 @@ interface Schedule {
   readonly names: number
   readonly rates: ReadonlyArray<Rate>
   /**
+   * Per member, how long each request of renewals takes to reach the
+   * database when no fault is set: the time in flight during which the
+   * next renewals queue and form a batch.
+   */
+  readonly latencies: ReadonlyArray<number>
+  /**
    * Each `after` milliseconds after the previous: a member's renewals get
-   * `fault`, and with `failover` the database is one that missed what was
+   * `fault` (none: its latency again), and with `failover` the database is one that missed what was
    * written since the previous event.
    */
   readonly faults: ReadonlyArray<
-    { readonly after: number; readonly member: number; readonly fault: Faulty.Fault; readonly failover: boolean }
+    { readonly after: number; readonly member: number; readonly fault: Faulty.Fault | null; readonly failover: boolean }
   >
 }
 
@@ -77,6 +83,7 @@ const run = (schedule: Schedule, seed: number) => {
     const identity = `b${runId}.m${slot}`
     // A request may land long after its callers gave up: bounded by a lease, not by their timeout.
     const store = Faulty.make(db.store, { renewAll: db.renewAll, timeout: timing.leaseDuration })
+    store.set(Faulty.delay(Duration.millis(schedule.latencies[slot]!)), "renew")
     const scope = vt.run(Scope.make())
     const spread = vt.run(
       quiet(
@@ -120,10 +127,12 @@ const run = (schedule: Schedule, seed: number) => {
       failedOverAt = vt.millis
     }
     copy = { contents: vt.run(db.copy), at: vt.millis }
-    members[member]!.store.set(fault, "renew")
+    members[member]!.store.set(fault ?? Faulty.delay(Duration.millis(schedule.latencies[member]!)), "renew")
   }
   advance(2_000)
-  for (const member of members) member.store.set(Faulty.pass, "renew")
+  for (const [slot, member] of members.entries()) {
+    member.store.set(Faulty.delay(Duration.millis(schedule.latencies[slot]!)), "renew")
+  }
   advance(30_000)
   for (const name of names) {
     const lease = vt.run(Effect.option(db.store.inspect(name)))
@@ -138,9 +147,9 @@ const run = (schedule: Schedule, seed: number) => {
   return { violations, batches }
 }
 
-/** What a member's requests of renewals do for a while; a late landing partly renews a request. */
-const faultOf: fc.Arbitrary<Faulty.Fault> = fc.oneof(
-  fc.constant(Faulty.pass),
+/** What a member's requests of renewals do for a while (none: they take its latency again). */
+const faultOf: fc.Arbitrary<Faulty.Fault | null> = fc.oneof(
+  fc.constant(null),
   fc.constant(Faulty.fail),
   fc.constant(Faulty.lostReply),
   fc.constant(Faulty.hang),
@@ -152,6 +161,7 @@ const schedules: fc.Arbitrary<Schedule> = fc.integer({ min: 2, max: 3 }).chain((
   fc.record({
     names: fc.integer({ min: 8, max: 24 }),
     rates: fc.array(fc.integer({ min: 9_000, max: 11_000 }).map(rate), { minLength: m, maxLength: m }),
+    latencies: fc.array(fc.integer({ min: 0, max: 300 }), { minLength: m, maxLength: m }),
     faults: fc.array(
       fc.record({
         after: fc.integer({ min: 0, max: 4_000 }),
