@@ -191,7 +191,11 @@ const concurrentRenewals = storeCase(
     Effect.gen(function*() {
       // A store may send renewals that meet in flight together (the SQL
       // stores do): one that lost its lease must not fail or change the others.
-      const names = Array.from({ length: 24 }, (_, i) => uniqueName(`many${i}`))
+      // Some names are what an array literal or a statement would have to quote.
+      const names = Array.from(
+        { length: 24 },
+        (_, i) => uniqueName(i % 4 === 1 ? `many${i} "{a},\\ NULL'` : `many${i}`)
+      )
       const taken = names[3]!
       const leases = yield* Effect.forEach(
         names,
