@@ -5,12 +5,13 @@
  * FaultyStore's `Batched`), while the requests fail, lose their answers,
  * hang, come back late or land late, and the database fails over to a copy
  * that missed the last writes, so that some leases of a request are another
- * term's or ran out (a request partly renewed). Every election is checked as the spread
- * simulation checks one: no two leaders at a sampled instant, no two terms'
- * work at once, fences only rising; once the faults stop, every election is
- * led again (no member's queue of renewals stays stuck).
+ * term's or ran out (a request partly renewed). Every election is judged
+ * by an `Oracle` of its own, as the fleet simulation judges its one: no two
+ * leaders, no leader the database does not name, no two terms' work at
+ * once, fences only rising; once the faults stop, every election is led
+ * again (no member's queue of renewals stays stuck).
  */
-import { Duration, Effect, Exit, Logger, LogLevel, Random, Scope } from "effect"
+import { Duration, Effect, Exit, Logger, LogLevel, Option, Random, Scope } from "effect"
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as Elector from "../../src/Elector.js"
@@ -19,6 +20,7 @@ import * as Lease from "../../src/Lease.js"
 import * as Store from "../../src/Store.js"
 import * as MemoryStore from "../../src/stores/MemoryStore.js"
 import * as Faulty from "../../src/testing/internal/FaultyStore.js"
+import { type Belief, Oracle } from "../../src/testing/internal/Oracle.js"
 import { shortConfig } from "../../src/testing/internal/Schedule.js"
 import { type Rate, rate, VirtualTime } from "../../src/testing/internal/VirtualTime.js"
 
@@ -62,22 +64,15 @@ const run = (schedule: Schedule, seed: number) => {
   const dbClock = vt.run(Effect.withClock(MemoryStore.makeClock({ offset: Duration.days(3) }), vt.clock(rate(10_000))))
   const db = vt.run(MemoryStore.makeWithContents({ clock: dbClock }))
   const names = Array.from({ length: schedule.names }, (_, i) => `e${i}`)
-  const violations: Array<string> = []
-  const violate = (what: string) => {
-    if (violations.length < 20) violations.push(`${vt.millis}ms: ${what}`)
-  }
-  const working = new Map<string, Set<string>>()
-  const highest = new Map<string, bigint>()
+  // Each election judged as the fleet simulation judges its one (Oracle.ts):
+  // no two leaders, no leader the database does not name (but a term a
+  // failover lost, until its lease ends), no two terms' work, fences rising.
+  const oracles = new Map(names.map((name) => [name, new Oracle()]))
+  const unled: Array<string> = []
   const work = (identity: string) => (name: string) =>
     Effect.flatMap(Leadership.fence, (fence) => {
-      const term = `${identity}@${fence}`
-      const running = working.get(name) ?? new Set<string>()
-      working.set(name, running)
-      if (running.size > 0) violate(`work-overlap on ${name}: ${term} while ${[...running].join(", ")}`)
-      if (fence <= (highest.get(name) ?? -1n)) violate(`fence-reused on ${name}: ${fence} after ${highest.get(name)}`)
-      highest.set(name, fence)
-      running.add(term)
-      return Effect.ensuring(Effect.never, Effect.sync(() => running.delete(term)))
+      oracles.get(name)!.onStart(identity, fence, vt.millis)
+      return Effect.ensuring(Effect.never, Effect.sync(() => oracles.get(name)!.onStop(identity, fence, vt.millis)))
     })
   const members = schedule.rates.map((memberRate, slot) => {
     const identity = `b${runId}.m${slot}`
@@ -98,12 +93,18 @@ const run = (schedule: Schedule, seed: number) => {
     )
     return { identity, store, scope, spread }
   })
+  const lease = (name: string) => Option.getOrUndefined(vt.run(Effect.option(db.store.inspect(name))))
   const sample = () => {
-    const leaders = new Map<string, Array<string>>()
-    for (const member of members) {
-      for (const name of vt.run(member.spread.leading)) leaders.set(name, [...leaders.get(name) ?? [], member.identity])
+    for (const name of names) {
+      const beliefs: Array<Belief> = []
+      for (const { identity, spread } of members) {
+        if (!vt.run(spread.leading).includes(name)) continue
+        const elector = vt.run(spread.elector(name))
+        const fence = Option.isSome(elector) ? Option.getOrUndefined(vt.run(elector.value.fence)) : undefined
+        beliefs.push({ process: identity, identity, isLeader: true, fence })
+      }
+      oracles.get(name)!.sample(vt.millis, beliefs, lease(name), false)
     }
-    for (const [name, all] of leaders) if (all.length > 1) violate(`two-leaders on ${name}: ${all.join(", ")}`)
   }
   const advance = (millis: number) => {
     const target = vt.millis + millis
@@ -125,6 +126,7 @@ const run = (schedule: Schedule, seed: number) => {
       const stale = copy.at - failedOverAt >= 2 * leaseDuration
       vt.run(db.restore(stale ? copy.contents : vt.run(db.copy)))
       failedOverAt = vt.millis
+      for (const oracle of oracles.values()) oracle.failedOver(vt.millis, leaseDuration)
     }
     copy = { contents: vt.run(db.copy), at: vt.millis }
     members[member]!.store.set(fault ?? Faulty.delay(Duration.millis(schedule.latencies[member]!)), "renew")
@@ -135,8 +137,8 @@ const run = (schedule: Schedule, seed: number) => {
   }
   advance(30_000)
   for (const name of names) {
-    const lease = vt.run(Effect.option(db.store.inspect(name)))
-    if (lease._tag === "None" || Lease.isExpired(lease.value)) violate(`unled once the faults stopped: ${name}`)
+    const held = lease(name)
+    if (held === undefined || Lease.isExpired(held)) unled.push(name)
   }
   for (const member of members) vt.fork(Scope.close(member.scope, Exit.void))
   vt.advanceTo(vt.millis + 5_000)
@@ -144,7 +146,10 @@ const run = (schedule: Schedule, seed: number) => {
     several: sum.several + store.batches.several,
     partly: sum.partly + store.batches.partly
   }), { several: 0, partly: 0 })
-  return { violations, batches }
+  const violations = [...oracles].flatMap(([name, { violation }]) =>
+    violation === undefined ? [] : [`${name}: ${violation.check} at ${violation.at}ms: ${violation.message}`]
+  )
+  return { violations, unled, batches }
 }
 
 /** What a member's requests of renewals do for a while (none: they take its latency again). */
@@ -183,6 +188,7 @@ describe("batched renewals simulation", () => {
         fc.property(schedules, fc.nat(), (schedule, s) => {
           const verdict = run(schedule, s)
           expect(verdict.violations).toEqual([])
+          expect(verdict.unled).toEqual([])
           partly += verdict.batches.partly
         }),
         { seed, numRuns: runs }
