@@ -21,7 +21,7 @@ import * as Store from "../../src/Store.js"
 import * as MemoryStore from "../../src/stores/MemoryStore.js"
 import * as Faulty from "../../src/testing/internal/FaultyStore.js"
 import { type Belief, Oracle } from "../../src/testing/internal/Oracle.js"
-import { shortConfig } from "../../src/testing/internal/Schedule.js"
+import { shortConfig, timingOf } from "../../src/testing/internal/Schedule.js"
 import { type Rate, rate, VirtualTime } from "../../src/testing/internal/VirtualTime.js"
 
 const seed = Number(process.env["SIM_SEED"] ?? 43)
@@ -46,14 +46,8 @@ interface Schedule {
   >
 }
 
-const { leaseDuration, operationTimeout, renewInterval, retryPeriod, safetyMargin } = shortConfig
-const timing = {
-  leaseDuration: Duration.millis(leaseDuration),
-  renewInterval: Duration.millis(renewInterval),
-  retryPeriod: Duration.millis(retryPeriod),
-  operationTimeout: Duration.millis(operationTimeout),
-  safetyMargin: Duration.millis(safetyMargin)
-}
+const { leaseDuration } = shortConfig
+const timing = timingOf(shortConfig)
 
 let runsSoFar = 0
 

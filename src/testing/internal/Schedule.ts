@@ -5,6 +5,7 @@
  * configuration and a list of timed events over a fault window; after the
  * window comes a quiet period with no faults, in which someone must lead.
  */
+import * as Duration from "effect/Duration"
 import * as fc from "effect/FastCheck"
 import * as Schema from "effect/Schema"
 import type { Operation } from "../../Store.js"
@@ -96,6 +97,15 @@ export const shortConfig: SimConfig = {
   operationTimeout: 500,
   safetyMargin: 1000
 }
+
+/** A configuration's timing, as an elector's options take it. */
+export const timingOf = (config: SimConfig) => ({
+  leaseDuration: Duration.millis(config.leaseDuration),
+  renewInterval: Duration.millis(config.renewInterval),
+  retryPeriod: Duration.millis(config.retryPeriod),
+  operationTimeout: Duration.millis(config.operationTimeout),
+  safetyMargin: Duration.millis(config.safetyMargin)
+})
 
 export const defaultConfig: SimConfig = {
   label: "default",

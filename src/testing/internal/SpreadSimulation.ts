@@ -21,7 +21,7 @@ import * as Store from "../../Store.js"
 import * as MemoryStore from "../../stores/MemoryStore.js"
 import * as Faulty from "./FaultyStore.js"
 import type { Belief } from "./Oracle.js"
-import { shortConfig } from "./Schedule.js"
+import { shortConfig, timingOf } from "./Schedule.js"
 import { type Moves, movesAllowed, SpreadOracle, type SpreadViolation } from "./SpreadOracle.js"
 import { settleMillis, type SpreadSchedule } from "./SpreadSchedule.js"
 import { rate, VirtualTime } from "./VirtualTime.js"
@@ -35,14 +35,7 @@ export interface SpreadResult {
   readonly virtualMillis: number
 }
 
-const { leaseDuration, operationTimeout, renewInterval, retryPeriod, safetyMargin } = shortConfig
-const timing = {
-  leaseDuration: Duration.millis(leaseDuration),
-  renewInterval: Duration.millis(renewInterval),
-  retryPeriod: Duration.millis(retryPeriod),
-  operationTimeout: Duration.millis(operationTimeout),
-  safetyMargin: Duration.millis(safetyMargin)
-}
+const timing = timingOf(shortConfig)
 const sampleEvery = 100
 
 interface Member {
