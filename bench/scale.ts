@@ -2,7 +2,7 @@
  * Scale benchmark: N elections x 3 participants in this one process, over one
  * pool, side by side with a "raw driver" baseline in the same invocation.
  *
- * - raw: a plain `pg` / `mysql2` loop per participant running the store's own
+ * - raw: a plain `pg` / `mysql2` loop per participant (raw.ts) running the store's own
  *   SQL (the statements of src/stores/pg/sql.ts and
  *   src/stores/mysql/sql.ts) at the elector's rates and jitter
  *   (renewals every renewInterval less up to a tenth, polls every jittered
@@ -14,7 +14,7 @@
  *
  * Each phase runs in a process of its own (raw first), so that its RSS, heap
  * and GC are not the other phase's leftovers, on this script and the library
- * compiled by tsc (into node_modules/.cache/bench-scale) and run by plain
+ * compiled by tsc (into node_modules/.cache/bench) and run by plain
  * node, as an application runs the published package: not through tsx, whose
  * transform gives every function a `name` property of its own (at 1,000 x 3,
  * ~25 MB more heap and the CPU to match). Each warms up, then measures
@@ -46,23 +46,32 @@
  */
 import { Cause, Duration, Effect, Exit, Logger, LogLevel, Option, Predicate, Scope } from "effect"
 import * as Mysql from "mysql2"
-import { spawn, spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import * as os from "node:os"
-import * as path from "node:path"
 import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
-import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import pg from "pg"
 import * as Elector from "../src/Elector.js"
-import * as Timing from "../src/internal/election/timing.js"
 import * as Store from "../src/Store.js"
 import * as MysqlSql from "../src/stores/mysql/sql.js"
 import * as MysqlStore from "../src/stores/MysqlStore.js"
 import { quoteIdentifier } from "../src/stores/pg/config.js"
-import { ddl, lockTimeoutFor, statements } from "../src/stores/pg/sql.js"
+import { ddl } from "../src/stores/pg/sql.js"
 import * as PgStore from "../src/stores/PgStore.js"
+import {
+  compile,
+  mysqlRaw,
+  type Op,
+  pgRaw,
+  type RawDriver,
+  rawParticipant,
+  type RawTiming,
+  type Recorder,
+  sleep,
+  statementsSent
+} from "./raw.js"
 
 const { values: args } = parseArgs({
   options: {
@@ -87,8 +96,11 @@ const timings = {
 } as const
 if (args.timing !== "fast" && args.timing !== "default") throw new Error("--timing is fast or default")
 const timing = timings[args.timing]
-const safetyMargin = Math.max(timing.leaseDuration / 10, 1_000)
-const retryDelay = Math.max(timing.renewInterval / 4, 50)
+const rawTiming: RawTiming = {
+  ...timing,
+  safetyMargin: Math.max(timing.leaseDuration / 10, 1_000),
+  retryDelay: Math.max(timing.renewInterval / 4, 50)
+}
 const elections = Number(args.elections)
 const participants = Number(args.participants)
 const seconds = Number(args.seconds)
@@ -110,30 +122,10 @@ const liveHeap = (): number => {
   return process.memoryUsage().heapUsed / 2 ** 20
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-const jittered = (period: number) => period / 2 + Math.random() * period / 2
-/** The elector's own renewal schedule (up to half early after a claim, a tenth after a renewal), in milliseconds. */
-const renewalDelay = (first: boolean) =>
-  Duration.toMillis(Timing.renewalDelay(Duration.millis(timing.renewInterval), Math.random(), first))
-
 // ---------------------------------------------------------------------------
 // What each phase measures
 
-type Op = "acquire" | "renew" | "release" | "inspect"
-
-/** Statements sent on any driver connection, counted by patching the drivers. */
-let statementsSent = 0
-const countCalls = (proto: { query: (...args: Array<never>) => unknown }) => {
-  const original = proto.query
-  proto.query = function(this: unknown, ...rest: Array<never>) {
-    statementsSent++
-    return original.apply(this, rest)
-  }
-}
-countCalls(pg.Client.prototype as never)
-countCalls(Mysql.Connection.prototype as never)
-
-interface Recorder {
+interface Measured extends Recorder {
   measuring: boolean
   renewMs: Array<number>
   /**
@@ -149,7 +141,7 @@ interface Recorder {
   record(op: Op, ms: number, ok: boolean, error?: string): void
 }
 
-const recorder = (): Recorder => ({
+const recorder = (): Measured => ({
   measuring: false,
   renewMs: [],
   busyMs: 0,
@@ -214,7 +206,7 @@ interface Running {
 /** Warms up, measures for `seconds`, stops: the same for both phases. */
 const measure = async (
   phase: Result["phase"],
-  rec: Recorder,
+  rec: Measured,
   connections: { total: number },
   start: () => Promise<Running>
 ): Promise<Result> => {
@@ -232,7 +224,7 @@ const measure = async (
   const rss: Array<number> = []
   const heap: Array<number> = args.heap ? [liveHeap()] : []
   const connectionsBefore = connections.total
-  const statementsBefore = statementsSent
+  const statementsBefore = statementsSent()
   rec.measuring = true
   loop.enable()
   let gcMs = 0
@@ -253,7 +245,7 @@ const measure = async (
   gcPauses.disconnect()
   loop.disable()
   rec.measuring = false
-  const statements = statementsSent - statementsBefore
+  const statements = statementsSent() - statementsBefore
   const edge = Math.max(1, Math.min(60, Math.floor(rss.length / 10)))
   const connectionsInWindow = connections.total - connectionsBefore
   clearInterval(allLed)
@@ -289,151 +281,11 @@ const measure = async (
 // ---------------------------------------------------------------------------
 // The raw driver: the store's SQL, at the elector's rates, nothing else
 
-/** The least a raw participant needs from a lease row. */
-interface RawLease {
-  readonly holder: string
-  /** Database milliseconds. */
-  readonly expiresAt: number
-  readonly now: number
-  readonly fence: string
-}
-
-interface RawDriver {
-  readonly acquire: (name: string, identity: string) => Promise<RawLease>
-  readonly renew: (name: string, identity: string, fence: string) => Promise<RawLease | undefined>
-  readonly inspect: (name: string) => Promise<RawLease | undefined>
-}
-
-const leaseMicros = String(timing.leaseDuration * 1000)
-
-const pgRaw = (pool: pg.Pool, quoted: string): RawDriver => {
-  const sql = statements(quoted, lockTimeoutFor(Duration.millis(timing.operationTimeout)))
-  const lease = (row: Record<string, string>): RawLease => ({
-    holder: row["holder"]!,
-    fence: row["fence"]!,
-    expiresAt: Number(row["expires_at"]),
-    now: Number(row["now"])
-  })
-  const run = async (text: string, values: Array<string | null>) =>
-    (await pool.query<Record<string, string>>({ text, values })).rows[0]
-  return {
-    acquire: async (name, identity) => lease((await run(sql.acquire, [name, identity, leaseMicros, null]))!),
-    renew: async (name, identity, fence) => {
-      const row = await run(sql.renew, [name, identity, fence, leaseMicros, null])
-      return row === undefined ? undefined : lease(row)
-    },
-    inspect: async (name) => {
-      const row = await run(sql.inspect, [name])
-      return row === undefined ? undefined : lease(row)
-    }
-  }
-}
-
-const mysqlRaw = (pool: Mysql.Pool, quoted: string): RawDriver => {
-  const lease = (row: Record<string, unknown>): RawLease => ({
-    holder: String(row["holder"]),
-    fence: String(row["fence"]),
-    expiresAt: Number(BigInt(String(row["expires_us"])) / 1000n),
-    now: Number(BigInt(String(row["now_us"])) / 1000n)
-  })
-  const promised = pool.promise()
-  const rows = (result: unknown) => result as Array<Record<string, unknown>>
-  // Like the store on its own pool: the transaction as one multi-statement request.
-  const transaction = async (
-    write: string,
-    writeValues: Array<unknown>,
-    readBack: string,
-    readValues: Array<unknown>
-  ) => {
-    const [results] = await promised.query(
-      ["START TRANSACTION", write, readBack, "COMMIT"].join(";\n"),
-      [...writeValues, ...readValues]
-    )
-    const all = results as unknown as Array<unknown>
-    return { written: all[1] as { affectedRows: number }, row: rows(all[2])[0] }
-  }
-  return {
-    acquire: async (name, identity) => {
-      const { row } = await transaction(
-        MysqlSql.upsert(quoted),
-        [name, identity, leaseMicros, null, identity, null, identity, identity, identity, leaseMicros],
-        MysqlSql.selectAfterUpsert(quoted),
-        [identity, name]
-      )
-      return lease(row!)
-    },
-    renew: async (name, identity, fence) => {
-      const { row, written } = await transaction(
-        MysqlSql.renew(quoted),
-        [null, leaseMicros, name, identity, fence],
-        MysqlSql.selectAfterRenew(quoted),
-        [name]
-      )
-      return written.affectedRows === 0 ? undefined : lease(row!)
-    },
-    inspect: async (name) => {
-      const [result] = await promised.query(MysqlSql.inspect(quoted), [name])
-      const row = rows(result)[0]
-      return row === undefined ? undefined : lease(row)
-    }
-  }
-}
-
-/** One participant of the raw baseline: poll, claim, renew; no timeout, no watchdog. */
-const rawParticipant = (driver: RawDriver, rec: Recorder, name: string, identity: string) => {
-  let stopped = false
-  let fence: string | undefined
-  let deadline = 0
-  const timed = async <A>(op: Op, f: () => Promise<A>): Promise<A> => {
-    const t0 = performance.now()
-    try {
-      const result = await f()
-      rec.record(op, performance.now() - t0, true)
-      return result
-    } catch (error) {
-      rec.record(op, performance.now() - t0, false)
-      throw error
-    }
-  }
-  const step = async (): Promise<number> => {
-    const sentAt = performance.now()
-    if (fence !== undefined) {
-      const renewed = await timed("renew", () => driver.renew(name, identity, fence!))
-      if (renewed === undefined) {
-        fence = undefined
-        return jittered(timing.retryPeriod)
-      }
-      deadline = sentAt + (renewed.expiresAt - renewed.now) - safetyMargin
-      return sentAt + renewalDelay(false) - performance.now()
-    }
-    const seen = await timed("inspect", () => driver.inspect(name))
-    if (seen !== undefined && seen.expiresAt > seen.now && seen.holder !== identity) return jittered(timing.retryPeriod)
-    const claimed = await timed("acquire", () => driver.acquire(name, identity))
-    if (claimed.holder !== identity || claimed.expiresAt <= claimed.now) return jittered(timing.retryPeriod)
-    fence = claimed.fence
-    deadline = sentAt + (claimed.expiresAt - claimed.now) - safetyMargin
-    return sentAt + renewalDelay(true) - performance.now()
-  }
-  const done = (async () => {
-    // Like the electors, every participant starts at once.
-    while (!stopped) {
-      const wait = await step().catch(() => (fence === undefined ? jittered(timing.retryPeriod) : retryDelay))
-      if (!stopped) await sleep(Math.max(0, wait))
-    }
-  })()
-  return {
-    leads: () => fence !== undefined && performance.now() < deadline,
-    stop: () => {
-      stopped = true
-      return done
-    }
-  }
-}
-
-const startRaw = (driver: RawDriver, rec: Recorder, prefix: string) => async (): Promise<Running> => {
+const startRaw = (driver: RawDriver, rec: Measured, prefix: string) => async (): Promise<Running> => {
   const all = Array.from(
     { length: elections },
-    (_, e) => Array.from({ length: participants }, (_, p) => rawParticipant(driver, rec, `${prefix}-${e}`, `p${p}`))
+    (_, e) =>
+      Array.from({ length: participants }, (_, p) => rawParticipant(driver, rawTiming, rec, `${prefix}-${e}`, `p${p}`))
   )
   return {
     leaderless: () => all.filter((election) => !election.some((participant) => participant.leads())).length,
@@ -465,7 +317,7 @@ const describe = (cause: Cause.Cause<unknown>): string =>
     }
   })
 
-const timedStore = (store: Store.StoreShape, rec: Recorder): Store.StoreShape => {
+const timedStore = (store: Store.StoreShape, rec: Measured): Store.StoreShape => {
   const timed = <A, E>(op: Op, effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
     const t0 = performance.now()
     // One step, as the raw phase's try/catch: timing is the benchmark's own work.
@@ -491,7 +343,7 @@ const timedStore = (store: Store.StoreShape, rec: Recorder): Store.StoreShape =>
   }
 }
 
-const startLibrary = (store: Store.StoreShape, rec: Recorder, prefix: string) => async (): Promise<Running> => {
+const startLibrary = (store: Store.StoreShape, rec: Measured, prefix: string) => async (): Promise<Running> => {
   const scope = Effect.runSync(Scope.make())
   const configs = Array.from(
     { length: elections },
@@ -569,7 +421,11 @@ const pgTarget = async (): Promise<Target> => {
         keepAlive: true,
         application_name: "bench-scale"
       }).on("error", () => {}).on("connect", () => connections.total++)
-      return { raw: pgRaw(pool, quoted), store: PgStore.makeFromPool(pool, storeOptions), end: () => pool.end() }
+      return {
+        raw: pgRaw(pool, quoted, rawTiming),
+        store: PgStore.makeFromPool(pool, storeOptions),
+        end: () => pool.end()
+      }
     }
   }
 }
@@ -594,7 +450,7 @@ const mysqlTarget = async (): Promise<Target> => {
       })
       pool.on("connection", () => connections.total++)
       return {
-        raw: mysqlRaw(pool, quoted),
+        raw: mysqlRaw(pool, quoted, rawTiming),
         store: MysqlStore.makeFromPool(pool, storeOptions),
         end: () => new Promise<void>((resolve) => pool.end(() => resolve()))
       }
@@ -633,7 +489,7 @@ const runApart = (store: "pg" | "mysql", phase: Result["phase"]): Promise<Result
       process.execPath,
       [
         ...(args["max-old-space"] === undefined ? [] : [`--max-old-space-size=${args["max-old-space"]}`]),
-        compiled,
+        compiled!,
         ...process.argv.slice(2),
         ...["--store", store, "--only", phase, "--child"]
       ],
@@ -653,24 +509,12 @@ const runApart = (store: "pg" | "mysql", phase: Result["phase"]): Promise<Result
     })
   })
 
+/** This script as tsc compiles it, with the library it imports (see raw.ts). */
+let compiled: string | undefined
+
 const targets = {
   pg: { label: "PostgreSQL", open: () => pgTarget() },
   mysql: { label: "MariaDB", open: () => mysqlTarget() }
-}
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
-const outDir = path.join(root, "node_modules", ".cache", "bench-scale")
-/** This script as tsc compiles it, with the library it imports (see the header). */
-const compiled = path.join(outDir, "bench", "scale.js")
-
-const compile = () => {
-  const tsc = spawnSync(process.execPath, [
-    path.join(root, "node_modules", "typescript", "bin", "tsc"),
-    path.join(root, "bench", "scale.ts"),
-    ...["--outDir", outDir, "--rootDir", root, "--target", "ES2022", "--module", "NodeNext"],
-    ...["--moduleResolution", "NodeNext", "--types", "node", "--skipLibCheck", "--strict"]
-  ], { stdio: "inherit" })
-  if (tsc.status !== 0) throw new Error(`tsc exited with ${tsc.status}`)
 }
 
 const runStore = async (store: "pg" | "mysql"): Promise<void> => {
@@ -763,7 +607,7 @@ const main = async () => {
       } at start`
     )
   }
-  if (!args.child) compile()
+  if (!args.child) compiled = compile("scale")
   if (args.store === "pg" || args.store === "both") await runStore("pg")
   if (args.store === "mysql" || args.store === "both") await runStore("mysql")
 }
