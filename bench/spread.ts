@@ -338,7 +338,7 @@ const bench = async (script: string, admin: pg.Client, n: number, m: number, run
 const fixed = (x: number, digits = 0) => Number.isFinite(x) ? x.toFixed(digits) : "-"
 const sum = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0)
 
-/** One figure over the runs: the median, and the range when there is more than one run. */
+/** One figure over the runs: the median, and [the range] when the runs differ. */
 const spreadOf = (xs: ReadonlyArray<number>, digits = 0) => {
   const sorted = xs.filter(Number.isFinite).sort((a, b) => a - b)
   if (sorted.length === 0) return "-"
@@ -346,7 +346,7 @@ const spreadOf = (xs: ReadonlyArray<number>, digits = 0) => {
   const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
   const missed = xs.length - sorted.length
   const [low, high] = [fixed(sorted[0]!, digits), fixed(sorted.at(-1)!, digits)]
-  const range = low === high ? "" : ` (${low}-${high})`
+  const range = low === high ? "" : ` [${low}-${high}]`
   return `${fixed(median, digits)}${range}${missed > 0 ? `, ${missed} of ${xs.length} never` : ""}`
 }
 
@@ -370,9 +370,9 @@ const row = (runs: ReadonlyArray<Run>) => {
   const phaseOf = (label: string, f: (p: Phase) => number) =>
     runs.map((r) => r.phases.find(([l]) => l === label)?.[1]).map((p) => (p === undefined ? Number.NaN : f(p)))
   const moves = (label: string) =>
-    `${spreadOf(phaseOf(label, (p) => p.moves))} (${spreadOf(phaseOf(label, (p) => p.rules))}), ${
+    `${spreadOf(phaseOf(label, (p) => p.moves))} / ${spreadOf(phaseOf(label, (p) => p.rules))} | ${
       spreadOf(phaseOf(label, (p) => p.seconds), 1)
-    } s`
+    }`
   const cpu = (w: (r: Run) => Window | undefined) =>
     spreadOf(runs.map((r) => {
       const window = w(r)
@@ -412,10 +412,10 @@ const main = async () => {
     await admin.end()
   }
   console.log(
-    `\n| N | M | a member joins: moves (rules), balanced after | one stops cleanly | statements/s | CPU, % of a core ` +
-      `(all members) | raw: statements/s | raw: CPU | load average (1 min) |`
+    `\n| N | M | join: moves / rules | balanced after (s) | clean stop: moves / rules | balanced after (s) | ` +
+      `statements/s | CPU, % of a core (all members) | raw: statements/s | raw: CPU | load average (1 min) |`
   )
-  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- |`)
+  console.log(`| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |`)
   for (const line of rows) console.log(line)
 }
 
