@@ -79,9 +79,16 @@ export interface AsyncFailoverOptions {
   readonly zoneLost?: boolean
 }
 
+// Through PgBouncer, a follower's polls fail while it refuses logins, and
+// the one in flight when that ends may be one that waits out its operation
+// timeout, then backs off 2 x retryPeriod: on a loaded machine the first
+// claim came 2.1-3.0 s after the promotion, past the bound of one poll.
 export const leaderBoundMs = (path: Path): number =>
   Duration.toMillis(timing.leaseDuration) + 2 * Duration.toMillis(timing.retryPeriod) +
-  (path === "pooled" ? serverLoginRetrySeconds * 1000 : 0)
+  (path === "pooled"
+    ? serverLoginRetrySeconds * 1000 + Duration.toMillis(timing.operationTimeout) +
+      2 * Duration.toMillis(timing.retryPeriod)
+    : 0)
 
 interface RowWatch {
   /** The fence in the row when the watch began; undefined: no row. */
