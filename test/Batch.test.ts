@@ -87,6 +87,48 @@ describe("batched renewals (stores/internal/batch.ts)", () => {
       }
     }))
 
+  it.effect("with `alone`, a renewal that finds nothing in flight is the caller's own call, on its fiber", () =>
+    Effect.gen(function*() {
+      const requests: Array<ReadonlyArray<string>> = []
+      const fibers: Array<number> = []
+      const release = yield* Deferred.make<void>()
+      const renew = Batch.renewals<StoreError>(
+        (renewals) =>
+          Effect.sync(() => {
+            requests.push(renewals.map((renewal) => renewal.name))
+            return renewals.map((renewal) => leaseOf(renewal.name, renewal.fence))
+          }),
+        {
+          limit: 10,
+          timeout,
+          timedOut: () => broken,
+          alone: (renewal) =>
+            Effect.withFiberRuntime((fiber) => {
+              fibers.push(fiber.id().id)
+              return Effect.as(Deferred.await(release), leaseOf(renewal.name, renewal.fence))
+            })
+        }
+      )
+      const first = yield* Effect.fork(renew("e1", "a", 1n, Duration.seconds(15), null))
+      yield* Effect.yieldNow()
+      expect(fibers).toEqual([first.id().id])
+      // Those that meet it queue, and go together once it ends, however it ends.
+      const later: Array<Fiber.RuntimeFiber<Lease, LeaseLost | StoreError>> = []
+      for (const name of ["e3", "e2"]) {
+        later.push(yield* Effect.fork(renew(name, "a", 1n, Duration.seconds(15), null)))
+        yield* Effect.yieldNow()
+      }
+      expect(requests).toEqual([])
+      yield* Fiber.interrupt(first)
+      expect(yield* Fiber.join(Fiber.all(later))).toEqual([leaseOf("e3", 1n), leaseOf("e2", 1n)])
+      expect(requests).toEqual([["e2", "e3"]])
+      // Nothing in flight again: the next one alone.
+      yield* Deferred.succeed(release, undefined)
+      expect(yield* renew("e4", "a", 1n, Duration.seconds(15), null)).toEqual(leaseOf("e4", 1n))
+      expect(fibers).toHaveLength(2)
+      expect(requests).toEqual([["e2", "e3"]])
+    }))
+
   it.effect("a request partly renewed: each caller gets its own answer, LeaseLost only where its guard matched nothing", () =>
     Effect.gen(function*() {
       const { answer, start } = yield* setup()

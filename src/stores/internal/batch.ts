@@ -73,6 +73,16 @@ export interface Options<E> {
   readonly timeout: Duration.Duration
   /** The error of a caller whose {@link timeout} passed. */
   readonly timedOut: () => E
+  /**
+   * Optional: a renewal alone, run as the caller's own call. When given, a
+   * renewal that finds no request in flight runs through it on the caller's
+   * fiber, with the caller's own deadline and abandonment, as every renewal
+   * did before batching: a store that answers in time makes each loop's
+   * calls on that loop's fiber, and a fiber per request would undo that for
+   * the member that renews one election at a time. Only renewals that meet
+   * a request in flight pay for a request's fiber, shared by the batch.
+   */
+  readonly alone?: ((renewal: Renewal) => Effect.Effect<Lease, Store.LeaseLost | E>) | undefined
 }
 
 /** The context of a request's call: it is nobody's loop's, and nobody joining. */
@@ -178,14 +188,28 @@ export const renewals = <E>(
     })
   }
 
-  return (name, identity, fence, ttl, payload) =>
+  const { alone } = options
+  const queued = (renewal: Renewal): Effect.Effect<Lease, Store.LeaseLost | E> =>
     Effect.withFiberRuntime((fiber) =>
       Effect.async<Lease, Store.LeaseLost | E>((resume) => {
-        const waiting = new Waiting<E>({ name, identity, fence, ttl, payload }, fiber, resume)
+        const waiting = new Waiting<E>(renewal, fiber, resume)
         queue.push(waiting)
         const interrupt = waiting.wait(Runtime.clockOf(fiber), Runtime.schedulerOf(fiber), options)
         if (!sending) send()
         return waiting.state === Done ? undefined : interrupt
       })
     )
+  return (name, identity, fence, ttl, payload) =>
+    Effect.suspend((): Effect.Effect<Lease, Store.LeaseLost | E> => {
+      const renewal = { name, identity, fence, ttl, payload }
+      if (alone === undefined || sending) return queued(renewal)
+      // In flight until it ends, however it ends: the renewals that meet it
+      // queue, and go together the moment it does.
+      sending = true
+      return Effect.onExit(alone(renewal), () =>
+        Effect.sync(() => {
+          sending = false
+          send()
+        }))
+    })
 }

@@ -109,23 +109,26 @@ const operations = <R, A>(
       return row === undefined ? Effect.fail(none()) : Effect.succeed(row)
     })
   const lost = (name: string, identity: string, fence: bigint) => () => new LeaseLost({ name, identity, fence })
+  const renewOne = ({ fence, identity, name, payload, ttl }: Batch.Renewal) =>
+    answer("renew", leases.renew(name, identity, fence, ttl, payload))
   return {
     acquire: (name, identity, ttl, payload, incarnation) =>
       answer("acquire", leases.acquire(name, identity, ttl, payload, incarnation)),
-    // Coalesced (batch.ts): renewals that meet while one request of them is
-    // in flight go together in the next, each row under its own guard.
-    // A renewal alone keeps the statement of one row, the cheaper plan.
+    // Coalesced (batch.ts): renewals that meet while one is in flight go
+    // together in the next request, each row under its own guard. A renewal
+    // alone is the caller's own call, with the statement of one row, the
+    // cheaper plan.
     renew: Batch.renewals((renewals) => {
       const [one] = renewals
       return renewals.length === 1
-        ? Effect.map(answer("renew", leases.renew(one!.name, one!.identity, one!.fence, one!.ttl, one!.payload)), (
-          lease
-        ) => [lease])
+        ? Effect.map(renewOne(one!), (lease) => [lease])
         : answer("renew", leases.renewAll(renewals))
     }, {
       limit: Rules.renewalsPerRequest,
       timeout,
-      timedOut: () => failure("renew", stackless(() => new OperationTimeout({ timeout })))
+      timedOut: () => failure("renew", stackless(() => new OperationTimeout({ timeout }))),
+      alone: ({ fence, identity, name, payload, ttl }) =>
+        found("renew", leases.renew(name, identity, fence, ttl, payload), lost(name, identity, fence))
     }),
     release: (name, identity, fence) => run("release", leases.release(name, identity, fence), () => Effect.void),
     // Stackless: an empty election answers every poll with it.
