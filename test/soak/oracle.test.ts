@@ -61,6 +61,17 @@ describe("soak oracle", () => {
     expect(analysis.wakes).toEqual([{ id: "a", fence: 1n, frozenUs: 5970, windowUs: 60, steps: 1, stepsTrue: 0 }])
   })
 
+  it("excuses the window of a leader frozen past its lease, whoever took over after SIGCONT", () => {
+    const a = log("a", start(1, 0), act(1, 10), stop(1, 6050))
+    const b = log("b", start(2, 6000), act(2, 6010))
+    const frozen: Array<ProcessEvent> = [{ id: "a", k: "sigstop", t: 20 }, { id: "a", k: "sigcont", t: 5990 }]
+    // Frozen for less than a lease, it may still lead when it wakes: both believe.
+    expect(analyse([a, b], frozen, 10_000, 6000).violations.map((v) => v.kind)).toEqual(["Overlap"])
+    const analysis = analyse([a, b], frozen, 10_000, 5000)
+    expect(analysis.violations).toEqual([])
+    expect(analysis.wakes).toEqual([{ id: "a", fence: 1n, frozenUs: 5970, windowUs: 60, steps: 0, stepsTrue: 0 }])
+  })
+
   it("reports a frozen leader whose work goes on after SIGCONT", () => {
     const a = log("a", start(1, 0), act(1, 10), act(1, 6000, false), act(1, 6010, false), stop(1, 6050))
     const b = log("b", start(2, 3000), act(2, 3010))

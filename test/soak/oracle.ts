@@ -13,8 +13,11 @@
  *   death of its process), minus the spells its process was SIGSTOPped (it
  *   believes nothing while it does not run). No two terms overlap, except
  *   the moment a frozen leader needs after SIGCONT to notice: when a newer
- *   term began while it was frozen, its work may take at most one step
- *   (answered false) before the term ends. That window is measured.
+ *   term began while it was frozen, or it was frozen for longer than a
+ *   lease (its deadline, at most a lease after a renewal it sent before the
+ *   freeze, passed while it was frozen, so a newer term may begin just
+ *   after SIGCONT), its work may take at most one step (answered false)
+ *   before the term ends. That window is measured.
  */
 
 /** One line of a participant's log. */
@@ -119,11 +122,16 @@ const segments = (
   return out
 }
 
-/** `endOfRecord`: when the record was taken, closing terms still running. */
+/**
+ * `endOfRecord`: when the record was taken, closing terms still running.
+ * `leaseUs`: the participants' lease duration, when known: a leader frozen
+ * for longer woke with its deadline passed.
+ */
 export const analyse = (
   logs: ReadonlyArray<ParticipantLog>,
   processEvents: ReadonlyArray<ProcessEvent>,
-  endOfRecord: number
+  endOfRecord: number,
+  leaseUs = Number.POSITIVE_INFINITY
 ): Analysis => {
   const violations: Array<Violation> = []
   const terms: Array<Term> = []
@@ -236,13 +244,14 @@ export const analyse = (
     }
   }
 
-  // Frozen leaders superseded while frozen: the window after SIGCONT.
+  // Frozen leaders superseded or expired while frozen: the window after SIGCONT.
   const wakes: Array<WakeEpisode> = []
   const excused = new Map<Term, number>()
   for (const term of terms) {
     for (const [stoppedAt, contAt] of term.frozen) {
       if (contAt >= term.end) continue
-      const superseded = terms.some((o) => o.fence > term.fence && o.start >= stoppedAt && o.start < contAt)
+      const superseded = contAt - stoppedAt > leaseUs ||
+        terms.some((o) => o.fence > term.fence && o.start >= stoppedAt && o.start < contAt)
       if (!superseded) continue
       const log = logs.find((l) => l.id === term.id)
       const after = (log?.events ?? []).filter((e): e is Extract<ParticipantEvent, { e: "act" }> =>

@@ -256,7 +256,7 @@ const runPath = async (backend: Backend, logDir: string): Promise<PathResult> =>
   let wakes = 0
   let maxWakeUs = 0
   for (const [name, electionLogs] of byElection(logs)) {
-    const analysis = analyse(electionLogs, fleet.processEvents, end)
+    const analysis = analyse(electionLogs, fleet.processEvents, end, leaseMs * 1000)
     terms += analysis.terms.length
     wakes += analysis.wakes.length
     for (const wake of analysis.wakes) maxWakeUs = Math.max(maxWakeUs, wake.windowUs)
