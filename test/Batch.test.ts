@@ -7,7 +7,7 @@
  * is blocked by the others; each caller keeps its own deadline.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Either, Exit, Fiber, FiberId, TestClock } from "effect"
+import { Deferred, Duration, Effect, Either, Exit, Fiber, FiberId, Option, TestClock } from "effect"
 import * as Caller from "../src/internal/runtime/caller.js"
 import type { Lease } from "../src/Lease.js"
 import * as Store from "../src/Store.js"
@@ -127,6 +127,67 @@ describe("batched renewals (stores/internal/batch.ts)", () => {
       expect(yield* renew("e4", "a", 1n, Duration.seconds(15), null)).toEqual(leaseOf("e4", 1n))
       expect(fibers).toHaveLength(2)
       expect(requests).toEqual([["e2", "e3"]])
+    }))
+
+  it.effect("a request of one is a call alone; a request carrying a joiner's call is a joiner's", () =>
+    Effect.gen(function*() {
+      const calls: Array<
+        { readonly names: ReadonlyArray<string>; readonly alone: boolean; readonly joining?: boolean }
+      > = []
+      let hold = yield* Deferred.make<void>()
+      const recorded = (names: ReadonlyArray<string>, alone: boolean) =>
+        Effect.map(Effect.serviceOption(Store.CallContext), (context) => {
+          calls.push({
+            names,
+            alone,
+            ...Option.match(context, { onNone: () => ({}), onSome: ({ joining }) => ({ joining }) })
+          })
+        })
+      const renew = Batch.renewals<StoreError>(
+        (renewals) =>
+          Effect.as(
+            recorded(renewals.map((renewal) => renewal.name), false),
+            renewals.map((renewal) => leaseOf(renewal.name, renewal.fence))
+          ),
+        {
+          limit: 10,
+          timeout,
+          timedOut: () => broken,
+          alone: (renewal) =>
+            recorded([renewal.name], true).pipe(
+              Effect.zipRight(Deferred.await(hold)),
+              Effect.as(leaseOf(renewal.name, renewal.fence))
+            )
+        }
+      )
+      const call = (name: string, joining?: boolean) =>
+        Effect.tap(
+          Effect.fork(
+            joining === undefined
+              ? renew(name, "a", 1n, Duration.seconds(15), null)
+              : Effect.provideService(renew(name, "a", 1n, Duration.seconds(15), null), Store.CallContext, {
+                joining,
+                caller: undefined
+              })
+          ),
+          () => Effect.yieldNow()
+        )
+      const first = yield* call("e1")
+      const met = [yield* call("e3"), yield* call("e2", true)]
+      yield* Deferred.succeed(hold, undefined)
+      yield* Fiber.join(Fiber.all([first, ...met]))
+      hold = yield* Deferred.make<void>()
+      const fourth = yield* call("e4")
+      const fifth = yield* call("e5", true)
+      yield* Deferred.succeed(hold, undefined)
+      expect(yield* Fiber.join(Fiber.all([fourth, fifth]))).toEqual([leaseOf("e4", 1n), leaseOf("e5", 1n)])
+      expect(calls).toEqual([
+        { names: ["e1"], alone: true },
+        { names: ["e2", "e3"], alone: false, joining: true },
+        { names: ["e4"], alone: true },
+        // Alone, but on the request's fiber: a joiner's still.
+        { names: ["e5"], alone: true, joining: true }
+      ])
     }))
 
   it.effect("a request partly renewed: each caller gets its own answer, LeaseLost only where its guard matched nothing", () =>

@@ -97,19 +97,29 @@ describe("PgStore transaction-pooling safety", () => {
             yield* store.renew(name, "a", lease.fence, Duration.seconds(30), null)
             yield* store.inspect(name)
             yield* store.release(name, "a", lease.fence)
-            yield* Effect.all(Array.from({ length: 6 }, () => store.inspect(name)), { concurrency: "unbounded" })
+            // Calls that meet in flight go together (batch.ts): those
+            // requests are unnamed statements too.
+            const names = Array.from({ length: 6 }, (_, i) => uniqueName(`wire${i}`))
+            const leases = yield* Effect.forEach(names, (name) => store.acquire(name, "a", Duration.seconds(30), null))
+            yield* Effect.all([
+              ...names.map((name) => store.inspect(name)),
+              ...leases.map(({ fence, name }) => store.renew(name, "a", fence, Duration.seconds(30), null))
+            ], { concurrency: "unbounded" })
           })
       )
       const storeMessages = sent().flatMap(frontendMessages)
       const named = storeMessages.filter((m) => m.statement !== undefined && m.statement !== "")
-      expect(storeMessages.filter((m) => m.type === "P").length).toBeGreaterThanOrEqual(10)
+      const parsed = storeMessages.filter((m) => m.type === "P")
+      expect(parsed.length).toBeGreaterThanOrEqual(14)
+      expect(parsed.some((m) => m.query?.includes("= ANY($1::text[])"))).toBe(true)
+      expect(parsed.some((m) => m.query?.includes("unnest("))).toBe(true)
       expect(named).toEqual([])
       // Negative control: a named statement through the same proxy is seen as one.
       yield* Effect.promise(() =>
         withClient(proxy.via(directUrl), (client) => client.query({ name: "s1", text: "select $1::int", values: [1] }))
       )
       const control = frontendMessages(sent().at(-1)!)
-      expect(control.filter((m) => m.type === "P")).toEqual([{ type: "P", statement: "s1" }])
+      expect(control.filter((m) => m.type === "P")).toEqual([{ type: "P", statement: "s1", query: "select $1::int" }])
     }).pipe(Effect.scoped))
 })
 

@@ -95,6 +95,7 @@ const statements: Dialect.Statements<Request, unknown> = {
     renewAll: (renewals) => statement(`renewAll ${renewals.map((renewal) => renewal.name).join(",")}`),
     release: () => ({ label: "release" }),
     inspect: () => statement("inspect"),
+    inspectAll: (names) => statement(`inspectAll ${names.join(",")}`),
     list: statement("list"),
     advertise: () => statement("advertise"),
     withdraw: () => ({ label: "withdraw" }),
@@ -180,6 +181,24 @@ describe("the SQL store engine", () => {
       expect(yield* Fiber.poll(queued)).toEqual(Option.none())
       yield* TestClock.adjust(Duration.seconds(1))
       expect((yield* Fiber.join(queued)).pipe(Either.flip, Either.getOrThrow).message).toMatch(/within 3s/)
+    }))
+
+  it.effect("polls that meet one in flight go as one request, each answered its own row or NoLease", () =>
+    Effect.gen(function*() {
+      const { state, store } = setup()
+      const sql = yield* store.makeFromPool("pool")
+      state.hold = true
+      const inspect = (name: string) => Effect.fork(Effect.either(sql.inspect(name)))
+      const first = yield* inspect("jobs")
+      const others = [yield* inspect("e2"), yield* inspect("e1")]
+      yield* Effect.yieldNow()
+      expect(state.sent).toEqual(["inspect"])
+      state.held.shift()!(lease)
+      expect(yield* Fiber.join(first)).toEqual(Either.right(lease))
+      expect(state.sent).toEqual(["inspect", "inspectAll e1,e2"])
+      state.held.shift()!([undefined, lease])
+      expect(yield* Fiber.join(others[1]!)).toEqual(Either.left(new NoLease({ name: "e1" })))
+      expect(yield* Fiber.join(others[0]!)).toEqual(Either.right(lease))
     }))
 
   it.effect("the other answers pass as the statements decode them; a release or withdrawal carries nothing", () =>

@@ -74,7 +74,7 @@ describe("StoreSuite speaks store", () => {
       expect(report.failures.map((f) => f.name)).toHaveLength(2)
       expect(report.summary).toContain("  × renew fails with LeaseLost rather than silently succeeding")
       expect(report.summary).toContain("      the contract requires: renewing an expired lease: fail with LeaseLost")
-      expect(report.summary.split("\n").at(-1)).toBe("2 failed, 22 passed, 1 skipped")
+      expect(report.summary.split("\n").at(-1)).toBe("2 failed, 23 passed, 1 skipped")
     }))
 
   it.live("a store without job slots or candidates has those cases skipped, not passed", () =>
@@ -100,7 +100,7 @@ describe("StoreSuite speaks store", () => {
           "does not keep incarnations (StoreShape.incarnations): it runs the contract of 0.1, where two processes " +
           "given one identity are not told apart)"
       )
-      expect(report.summary.split("\n").at(-1)).toBe("0 failed, 17 passed, 8 skipped")
+      expect(report.summary.split("\n").at(-1)).toBe("0 failed, 18 passed, 8 skipped")
     }))
 
   it.live("a case past its timeout fails, saying so", () =>
@@ -138,7 +138,7 @@ describe("StoreSuite speaks store", () => {
     const { VITEST: _, VITEST_WORKER_ID: __, VITEST_POOL_ID: ___, ...env } = process.env
     const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], { env })
     expect(stdout).toContain("store contract: MemoryStore\n  ✓ inspect of a missing record fails with NoLease")
-    expect(stdout.trim().split("\n").at(-1)).toBe("0 failed, 24 passed, 1 skipped")
+    expect(stdout.trim().split("\n").at(-1)).toBe("0 failed, 25 passed, 1 skipped")
   })
 })
 
@@ -260,7 +260,7 @@ describe("StoreSuite on other broken stores", () => {
   it.live("a layer that does not build fails every case, saying so", () =>
     Effect.gen(function*() {
       const report = yield* StoreSuite.check("no database", Layer.fail("no database"), { modelRuns: 1 })
-      expect(report.failures).toHaveLength(25)
+      expect(report.failures).toHaveLength(26)
       expect(report.failures[0]?.message).toBe("the store's layer or the case failed: 'no database'")
     }))
 

@@ -6,6 +6,8 @@ export interface FrontendMessage {
   readonly type: string
   /** Parse: the statement name. Bind: the statement it binds. "" is the unnamed statement. */
   readonly statement?: string
+  /** Parse: the statement's text. */
+  readonly query?: string
 }
 
 const cstring = (buffer: Buffer, offset: number): [string, number] => {
@@ -22,7 +24,8 @@ export const frontendMessages = (stream: Buffer): ReadonlyArray<FrontendMessage>
     const length = stream.readInt32BE(offset + 1)
     const body = offset + 5
     if (type === "P") {
-      messages.push({ type, statement: cstring(stream, body)[0] })
+      const [statement, next] = cstring(stream, body)
+      messages.push({ type, statement, query: cstring(stream, next)[0] })
     } else if (type === "B") {
       const [, next] = cstring(stream, body)
       messages.push({ type, statement: cstring(stream, next)[0] })

@@ -73,6 +73,12 @@ export interface LeaseStatements<Request, Result> {
   readonly release: (...args: Parameters<StoreShape["release"]>) => Request
   /** The record; none when the election has none. */
   readonly inspect: (...args: Parameters<StoreShape["inspect"]>) => Statement<Request, Result, Lease | undefined>
+  /**
+   * Several elections' records in one statement (see `batch.ts`), each with
+   * the now `inspect` would report: for each name, in order, its record, or
+   * none.
+   */
+  readonly inspectAll: (names: ReadonlyArray<string>) => Statement<Request, Result, ReadonlyArray<Lease | undefined>>
   readonly list: Statement<Request, Result, ReadonlyArray<Lease>>
   readonly advertise: (
     ...args: Parameters<NonNullable<StoreShape["advertise"]>>
@@ -188,3 +194,17 @@ export const bytes = (payload: Uint8Array | null): Buffer | null =>
 /** A renewal's guard as one key: a batch's answers matched to its renewals. */
 export const guardOf = (name: string, holder: string, fence: bigint): string =>
   JSON.stringify([name, holder, fence.toString()])
+
+/** Rows of several elections, in no order, as `inspectAll` answers them: for each of `names`, in order, its lease or none. */
+export const leasesOf = <Row>(
+  names: ReadonlyArray<string>,
+  rows: ReadonlyArray<Row>,
+  nameOf: (row: Row) => string,
+  toLease: (name: string, row: Row) => Lease
+): ReadonlyArray<Lease | undefined> => {
+  const found = new Map(rows.map((row) => [nameOf(row), row]))
+  return names.map((name) => {
+    const row = found.get(name)
+    return row === undefined ? undefined : toLease(name, row)
+  })
+}

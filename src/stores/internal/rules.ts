@@ -28,10 +28,11 @@ export const grace = (timeout: Duration.Duration): Duration.Duration => Duration
 export const waitingLimit = (capacity: number): number => 2 * capacity
 
 /**
- * The most renewals one request carries (`batch.ts`). Its rows stay locked
- * until it commits, and a request that fails fails them all: 256 keeps one
- * request within a few milliseconds of server time on either database while
- * a member leading ten thousand elections at the default renewal interval
- * still needs only a handful of requests a second.
+ * The most calls one request carries (`batch.ts`), renewals or polls. A
+ * request of renewals keeps its rows locked until it commits, and a request
+ * that fails fails them all: 256 keeps one request within a few
+ * milliseconds of server time on either database while a member of ten
+ * thousand elections at the default timing still needs only a few dozen
+ * requests a second.
  */
-export const renewalsPerRequest = 256
+export const callsPerRequest = 256

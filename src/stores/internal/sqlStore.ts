@@ -35,6 +35,7 @@ import type * as Scope from "effect/Scope"
 import { InvalidConfig } from "../../ElectorError.js"
 import * as limits from "../../internal/config/limits.js"
 import { stackless } from "../../internal/runtime/stackless.js"
+import type { Lease } from "../../Lease.js"
 import { enforceLimits, LeaseLost, NoLease, type Operation, type SlotStore, Store, StoreError } from "../../Store.js"
 import {
   candidatesSuffix,
@@ -109,30 +110,42 @@ const operations = <R, A>(
       return row === undefined ? Effect.fail(none()) : Effect.succeed(row)
     })
   const lost = (name: string, identity: string, fence: bigint) => () => new LeaseLost({ name, identity, fence })
-  const renewOne = ({ fence, identity, name, payload, ttl }: Batch.Renewal) =>
-    answer("renew", leases.renew(name, identity, fence, ttl, payload))
+  // Renewals and polls are coalesced (batch.ts): calls that meet while one
+  // of their kind is in flight go together in the next request, each row
+  // answered apart; a call alone runs `one`'s statement of one row, the
+  // cheaper plan.
+  const coalesced = <In extends Batch.Keyed, B>(
+    operation: Operation,
+    one: (input: In) => Statement<R, A, B | undefined>
+  ): Batch.Options<In, B, StoreError> => ({
+    limit: Rules.callsPerRequest,
+    timeout,
+    timedOut: () => failure(operation, stackless(() => new OperationTimeout({ timeout }))),
+    alone: (input) => answer(operation, one(input))
+  })
+  const renew = Batch.renewals(
+    (renewals) => answer("renew", leases.renewAll(renewals)),
+    coalesced(
+      "renew",
+      ({ fence, identity, name, payload, ttl }: Batch.Renewal) => leases.renew(name, identity, fence, ttl, payload)
+    )
+  )
+  const inspect = Batch.coalesce(
+    (polls) => answer("inspect", leases.inspectAll(polls.map(({ name }) => name))),
+    coalesced("inspect", ({ name }: Batch.Keyed) => leases.inspect(name))
+  )
   return {
     acquire: (name, identity, ttl, payload, incarnation) =>
       answer("acquire", leases.acquire(name, identity, ttl, payload, incarnation)),
-    // Coalesced (batch.ts): renewals that meet while one is in flight go
-    // together in the next request, each row under its own guard. A renewal
-    // alone is the caller's own call, with the statement of one row, the
-    // cheaper plan.
-    renew: Batch.renewals((renewals) => {
-      const [one] = renewals
-      return renewals.length === 1
-        ? Effect.map(renewOne(one!), (lease) => [lease])
-        : answer("renew", leases.renewAll(renewals))
-    }, {
-      limit: Rules.renewalsPerRequest,
-      timeout,
-      timedOut: () => failure("renew", stackless(() => new OperationTimeout({ timeout }))),
-      alone: ({ fence, identity, name, payload, ttl }) =>
-        found("renew", leases.renew(name, identity, fence, ttl, payload), lost(name, identity, fence))
-    }),
+    renew,
     release: (name, identity, fence) => run("release", leases.release(name, identity, fence), () => Effect.void),
     // Stackless: an empty election answers every poll with it.
-    inspect: (name) => found("inspect", leases.inspect(name), () => stackless(() => new NoLease({ name }))),
+    inspect: (name) =>
+      Effect.flatMap(
+        inspect({ name }),
+        (lease): Effect.Effect<Lease, NoLease> =>
+          lease === undefined ? Effect.fail(stackless(() => new NoLease({ name }))) : Effect.succeed(lease)
+      ),
     list: answer("inspect", leases.list),
     advertise: (name, identity, candidacy, ttl) =>
       answer("advertise", leases.advertise(name, identity, candidacy, ttl)),

@@ -278,11 +278,18 @@ export const release = (table: string): string =>
  */
 export const inspect = (table: string): string => selectLease(table, `GREATEST(${now}, renewed_at)`, false)
 
-/** Every row, by name, each with the same now as {@link inspect} would report. */
-export const list = (table: string): string =>
+/** Rows with their names, each with the same now as {@link inspect} would report. */
+const named = (table: string): string =>
   `SELECT CAST(name AS CHAR CHARACTER SET utf8mb4) AS name, ${
     leaseColumns(`GREATEST(${now}, renewed_at)`)
-  } FROM ${table} ORDER BY name`
+  } FROM ${table}`
+
+/** Every row, by name. */
+export const list = (table: string): string => `${named(table)} ORDER BY name`
+
+/** The rows of `count` elections, in no order. Parameters: each name. */
+export const inspectAll = (table: string, count: number): string =>
+  `${named(table)} WHERE name IN (${Array.from({ length: count }, () => "?").join(", ")})`
 
 /**
  * Collects the election's advertisements that expired a whole TTL ago, the

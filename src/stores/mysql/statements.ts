@@ -173,6 +173,10 @@ export const statements: Dialect.Statements<Request, Result> = {
         return row === undefined ? undefined : toLease(name, row)
       }
     }),
+    inspectAll: (names) => ({
+      request: [{ sql: Sql.inspectAll(leases, names.length), values: [...names] }],
+      decode: (results) => Dialect.leasesOf(names, rows(results[0]), (row) => String(row["name"]), toLease)
+    }),
     list: {
       request: [{ sql: Sql.list(leases), values: [] }],
       decode: (results) => rows(results[0]).map((row) => toLease(String(row["name"]), row))

@@ -80,6 +80,8 @@ export interface Statements {
   readonly release: string
   /** $1 name. */
   readonly inspect: string
+  /** $1 names (text[]): the rows of those that have one, in no order. */
+  readonly inspectAll: string
   /** Every election in the table, by name; no parameters. */
   readonly list: string
 }
@@ -183,6 +185,7 @@ SET expires_at = now(), renewed_at = now()
 FROM ${bounded(lockTimeout)}
 WHERE name = $1 AND holder = $2 AND fence = $3::int8 AND expires_at > now()`,
   inspect: `SELECT ${columns} FROM ${table} WHERE name = $1`,
+  inspectAll: `SELECT ${columns} FROM ${table} WHERE name = ANY($1::text[])`,
   list: `SELECT ${columns} FROM ${table} ORDER BY name`
 })
 

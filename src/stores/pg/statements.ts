@@ -139,6 +139,10 @@ export const statements: Dialect.Statements<Request, Result> = {
       }),
       release: (name, identity, fence) => request(release, [name, identity, fence.toString()]),
       inspect: (name) => ({ request: request(sql.inspect, [name]), decode: leaseOrNone }),
+      inspectAll: (names) => ({
+        request: request(sql.inspectAll, [names]),
+        decode: ({ rows }) => Dialect.leasesOf(names, rows, (row) => text(row, "name"), (_, row) => toLease(row))
+      }),
       list: { request: request(sql.list, []), decode: ({ rows }) => rows.map(toLease) },
       advertise: (name, identity, { priority, version }, ttl) => ({
         request: request(candidates.advertise, [name, identity, String(priority), Dialect.microseconds(ttl), version]),

@@ -6,7 +6,7 @@
 import { Duration, Effect } from "effect"
 import * as Store from "../../Store.js"
 import * as Batch from "../../stores/internal/batch.js"
-import { renewalsPerRequest } from "../../stores/internal/rules.js"
+import { callsPerRequest } from "../../stores/internal/rules.js"
 
 /**
  * What one operation does while the fault is set: the one vocabulary of
@@ -133,7 +133,7 @@ export const make = (inner: Store.StoreShape, batched?: Batched): Counted => {
           batches.several++
           if (leases.includes(undefined) && leases.some((lease) => lease !== undefined)) batches.partly++
         })
-      ), { limit: renewalsPerRequest, timeout: batched.timeout, timedOut })
+      ), { limit: callsPerRequest, timeout: batched.timeout, timedOut })
   const slots = inner.slots
   const { advertise, withdraw } = inner
   return {

@@ -237,6 +237,45 @@ const concurrentRenewals = storeCase(
     })
 )
 
+const concurrentInspections = storeCase(
+  "polls of many elections at once: each answered its own record, NoLease where there is none",
+  ({ long, store }) =>
+    Effect.gen(function*() {
+      // A store may send polls that meet in flight together (the SQL stores
+      // do), names an array literal or a statement would have to quote among them.
+      const names = Array.from(
+        { length: 24 },
+        (_, i) => uniqueName(i % 4 === 1 ? `poll${i} "{a},\\ NULL'` : `poll${i}`)
+      )
+      const held = yield* Effect.forEach(
+        names.filter((_, i) => i % 3 !== 0),
+        (name) => store.acquire(name, "a", long, bytes(name.length))
+      )
+      const answers = yield* Effect.forEach(names, (name) => Effect.either(store.inspect(name)), {
+        concurrency: "unbounded"
+      })
+      for (const [i, answer] of answers.entries()) {
+        const name = names[i]!
+        const lease = held.find((lease) => lease.name === name)
+        if (lease === undefined) {
+          rule(`the poll of ${name}, never led, is NoLease`, answer).matches({
+            _tag: "Left",
+            left: { _tag: "NoLease", name }
+          })
+          continue
+        }
+        if (answer._tag === "Left") return yield* answer.left
+        rule(`the poll of ${name} answers its own record`, answer.right).matches({
+          name,
+          holder: "a",
+          fence: lease.fence,
+          payload: bytes(name.length),
+          expiresAt: lease.expiresAt
+        })
+      }
+    })
+)
+
 const release = storeCase(
   "release hands over at once, is idempotent, and a stale release changes nothing",
   ({ long, store }) =>
@@ -423,6 +462,7 @@ export const leaseCases = [
   renewExtends,
   renewGuard,
   concurrentRenewals,
+  concurrentInspections,
   release,
   fenceChain,
   payloads,
