@@ -1,12 +1,14 @@
 /**
  * A process started while its database is down: every election polls and
  * fails, and the warnings are logged at most once a minute per store, with
- * a count of those not logged, until the store answers.
+ * a count of those not logged, until the store answers. Followers' failed
+ * polls are quieted the same way once answered; a leader's failed renewal
+ * is logged each time.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, FiberRef, HashSet, Logger, LogLevel, Option, TestClock } from "effect"
+import { Duration, Effect, FiberRef, HashSet, Logger, LogLevel, TestClock } from "effect"
 import * as Elector from "../src/Elector.js"
-import * as Unanswered from "../src/internal/metrics/unanswered.js"
+import * as Quiet from "../src/internal/metrics/quiet.js"
 import * as Store from "../src/Store.js"
 import * as MemoryStore from "../src/stores/MemoryStore.js"
 import * as Faulty from "../src/testing/FaultyStore.js"
@@ -69,6 +71,30 @@ describe("a store that has not answered yet", () => {
       expect(later.every((line) => line === "renew failed (retryable): injected")).toBe(true)
     }))
 
+  it.scoped("once answered, followers' failed polls are quieted the same way", () =>
+    Effect.gen(function*() {
+      const warnings = yield* captureWarnings
+      const store = Faulty.make(yield* world)
+      // Ten elections led elsewhere: their electors follow.
+      const names = Array.from({ length: 10 }, () => `unanswered-${++elections}`)
+      yield* Effect.forEach(names, (name) => store.acquire(name, "elsewhere", Duration.hours(1), null))
+      yield* Effect.forEach(names, (name) =>
+        Effect.flatMap(
+          Elector.make({ name, identity: "a" }).pipe(Effect.provideService(Store.Store, store)),
+          (elector) => Effect.forkScoped(elector.run)
+        ))
+      yield* TestClock.adjust(Duration.seconds(10))
+      expect(warnings).toEqual([])
+      store.set(Faulty.fail, "inspect")
+      yield* TestClock.adjust(Duration.seconds(150))
+      expect(store.calls.inspect).toBeGreaterThan(100)
+      expect(warnings).toHaveLength(3)
+      expect(warnings[0]).toBe(
+        "inspect failed (retryable): injected (a poll, tried again at the next; repeats are logged at most once a minute per store)"
+      )
+      expect(warnings.slice(1).every((line) => /, \d+ not logged since the last\)$/.test(line))).toBe(true)
+    }))
+
   it.scoped("keeps the count for each store apart", () =>
     Effect.gen(function*() {
       const warnings = yield* captureWarnings
@@ -89,9 +115,10 @@ describe("a store that has not answered yet", () => {
     Effect.gen(function*() {
       const warnings = yield* captureWarnings
       const store = {}
-      yield* Unanswered.warn(store, Option.none(), 10_000_000_000n, "ahead")
-      yield* Unanswered.warn(store, Option.none(), 10_000_000_001n, "quiet")
-      yield* Unanswered.warn(store, Option.none(), 5_000_000_000n, "behind")
+      const why = "no answer from the store yet"
+      yield* Quiet.warn(store, why, 10_000_000_000n, "ahead")
+      yield* Quiet.warn(store, why, 10_000_000_001n, "quiet")
+      yield* Quiet.warn(store, why, 5_000_000_000n, "behind")
       expect(warnings).toEqual([`ahead (${quietly})`, `behind (${quietly}, 1 not logged since the last)`])
     }))
 })

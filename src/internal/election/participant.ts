@@ -18,7 +18,7 @@ import type { Candidate, StoreError } from "../../Store.js"
 import { formatDuration } from "../config/config.js"
 import * as Instrumentation from "../metrics/instrumentation.js"
 import * as LogFields from "../metrics/logFields.js"
-import * as Unanswered from "../metrics/unanswered.js"
+import * as Quiet from "../metrics/quiet.js"
 import * as Deadlines from "../runtime/deadlines.js"
 import * as Loop from "../runtime/loop.js"
 import * as Runtime from "../runtime/runtime.js"
@@ -547,7 +547,14 @@ export class Participant implements Elector {
         if (error._tag === "LeaseLost") return yield* Effect.logWarning(error.message)
         yield* this.instrumentation.storeFailed(error)
         if (error.retryable) {
-          return yield* Unanswered.warn(this.store, published.current.observedAt, this.nanos(), error.message)
+          // Quieted per store (quiet.ts): the errors of a participant not
+          // yet answered, and failed polls, each tried again anyway.
+          const why = Option.isNone(published.current.observedAt)
+            ? "no answer from the store yet"
+            : error.operation === "inspect"
+            ? "a poll, tried again at the next"
+            : undefined
+          return yield* Quiet.warn(this.store, why, this.nanos(), error.message)
         }
         yield* this.calls.fatalFailed(error, failsReady)
       }),
