@@ -41,11 +41,18 @@ export class Share {
   /** The live members, sorted; this member among them. */
   private members: ReadonlyArray<string>
   /**
-   * Whether the membership has given a view yet. Before it, this member
-   * knows of nobody else, so its rules would have it claim every free lease:
-   * it claims only what has been free past the grace.
+   * Local monotonic nanoseconds from which this member trusts its view to
+   * claim a lease nobody handed to it: a retry period after the
+   * membership's first view. Before its first view it knows of nobody else,
+   * and its first view may know of nobody else either: members started
+   * together advertise a moment apart, and the first would claim every free
+   * lease, to hand three in four over again. Meanwhile it claims what was
+   * handed to it (a lease it saw another member hold, then free) and what
+   * has been free past the grace.
    */
-  private viewed = false
+  private trustedAt: bigint | undefined = undefined
+  /** Elections this member saw free just after another member held them: handed over, or lost by their holder. */
+  private readonly handedTo = new Set<string>()
   /** Who this member last saw holding each of its elections (`undefined`: free). */
   private readonly holders = new Map<string, string | undefined>()
   /**
@@ -86,7 +93,7 @@ export class Share {
   /** The membership's latest view. */
   view(members: ReadonlyArray<string>): void {
     this.members = members.includes(this.identity) ? members : [...members, this.identity].sort()
-    this.viewed = true
+    this.trustedAt ??= this.nanos() + this.pace
   }
 
   /** The live members as last seen, this member among them. */
@@ -119,25 +126,31 @@ export class Share {
     this.hold(name, undefined)
     this.holders.delete(name)
     this.freeSince.delete(name)
+    this.handedTo.delete(name)
   }
 
   private seen(name: string, holder: string | undefined): void {
     if (holder === undefined) {
       if (!this.freeSince.has(name)) {
         this.freeSince.set(name, this.nanos())
+        const before = this.holders.get(name)
+        if (before !== undefined && before !== this.identity) this.handedTo.add(name)
         this.refresh()
       }
     } else {
       this.freeSince.delete(name)
+      this.handedTo.delete(name)
       if (name === this.handedOver && holder !== this.identity) this.handedOver = undefined
     }
     this.hold(name, holder)
   }
 
   private mayClaim(name: string): boolean {
+    const now = this.nanos()
     const since = this.freeSince.get(name)
-    const overdue = since !== undefined && this.nanos() - since >= this.grace
-    if (!overdue && (!this.viewed || this.count(this.identity) >= this.target())) {
+    const overdue = since !== undefined && now - since >= this.grace
+    const trusted = this.trustedAt !== undefined && (now >= this.trustedAt || this.handedTo.has(name))
+    if (!overdue && (!trusted || this.count(this.identity) >= this.target())) {
       // Refused: a member may have left since the last view.
       this.refresh()
       return false
